@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs everything hpclaunch needs to build, run and test on Debian 12.
+# Idempotent: packages already present are skipped by apt.
+#   scripts/install-deps.sh            launcher + tests + trainer (default)
+#   scripts/install-deps.sh --launcher only the launcher's build dependencies
+set -euo pipefail
+
+launcher_pkgs=(
+  build-essential cmake ccache pkg-config
+  nlohmann-json3-dev libcli11-dev libfmt-dev libkainjow-mustache-dev catch2 libssh-dev
+  shellcheck gnuplot-nox
+)
+cluster_pkgs=(slurmctld slurmd slurm-client munge openssh-server iproute2 util-linux procps)
+trainer_pkgs=(libtorch-dev libgloo-dev libopenblas0-openmp python3-torch python3-numpy)
+
+pkgs=("${launcher_pkgs[@]}")
+case "${1:-all}" in
+  --launcher) ;;
+  all|--all) pkgs+=("${cluster_pkgs[@]}" "${trainer_pkgs[@]}") ;;
+  *) echo "usage: $0 [--launcher|--all]" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+
+SUDO=()
+if [[ $(id -u) -ne 0 ]]; then SUDO=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+# Package scripts must not start services (no systemd in containers; tests start their own daemons).
+if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+  printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+  "${SUDO[@]}" chmod +x /usr/sbin/policy-rc.d
+fi
+echo "install-deps: installing ${missing[*]}"
+"${SUDO[@]}" apt-get update -qq
+"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
