@@ -1,0 +1,23 @@
+// Slurm host lists: "node[01-03,7],gpu-a[1-2]" <-> node01 node02 node03 node7 gpu-a1 gpu-a2.
+// Shared by the launcher and the trainer (which computes MASTER_ADDR from SLURM_JOB_NODELIST).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hpc {
+
+struct HostList {
+  // Expands a host list expression, keeping order and duplicates as `scontrol show hostnames`
+  // does. Several bracket groups form a Cartesian product, left-most varying slowest; a range
+  // is zero-padded to the width of its low bound. Text after the last bracket is accepted
+  // (Flux RFC 29; Slurm 22.05 rejects it). Throws hpc::UserError naming the column on bad input
+  // (unbalanced brackets, lo > hi, empty range, non-digits in a range).
+  static std::vector<std::string> expand(std::string_view expr);
+
+  // The inverse: a compact expression whose expansion is exactly `hosts`, in order.
+  static std::string compress(const std::vector<std::string>& hosts);
+};
+
+}  // namespace hpc
