@@ -1,0 +1,461 @@
+#!/usr/bin/env bash
+# The project's own Slurm test cluster, on this one machine (Debian 12, Slurm 22.05, root):
+# munged with its own key, slurmctld, N slurmd nodes node01..nodeNN on 127.0.0.1 (each in its
+# own UTS namespace, so `hostname` in a task prints the node name) with 4 fake GPUs each, an
+# sshd "login node" on 127.0.0.1:2222, and /etc/hosts entries for the nodes and their
+# InfiniBand aliases (node01i, as on JSC clusters).
+#
+#   scripts/testcluster.sh up     [--dir D] [--nodes N] [--ssh-port P] [--port-base B] [--timeout S]
+#   scripts/testcluster.sh down   [--dir D]
+#   scripts/testcluster.sh status [--dir D]      exit 0 when up, 3 when down
+#   eval "$(scripts/testcluster.sh env [--dir D])"
+#
+# Everything lives under D (default /tmp/hpclaunch-testcluster): etc/ (slurm.conf, gres.conf),
+# munge/, ssh/ (keys, known_hosts, `ssh -F D/ssh/config testlogin`), dev/ (fake GPUs), log/,
+# run/ (pid files), state/, spool/. `up` is idempotent; `down` cancels all jobs, then stops only
+# the processes `up` started (found by their pid files, checked against their command line).
+# Slurm port B (default 17000) is slurmctld, B+i is node i's slurmd.
+set -euo pipefail
+
+readonly SLURM_SBIN=/usr/sbin
+readonly HOSTS_FILE=/etc/hosts
+readonly HOSTS_LOCK=/tmp/.hpclaunch-testcluster-hosts.lock
+
+die() {
+  echo "testcluster: $*" >&2
+  exit 1
+}
+log() { echo "testcluster: $*" >&2; }
+
+usage() {
+  sed -n '8,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+# ---------------------------------------------------------------- options
+verb=${1:-}
+[[ -n $verb ]] || usage
+shift
+dir=${HPC_TESTCLUSTER_DIR:-/tmp/hpclaunch-testcluster}
+nodes=2
+ssh_port=2222
+port_base=17000
+timeout_s=60
+while (($#)); do
+  case $1 in
+    --dir) dir=${2:?--dir needs a value}; shift 2 ;;
+    --nodes) nodes=${2:?--nodes needs a value}; shift 2 ;;
+    --ssh-port) ssh_port=${2:?--ssh-port needs a value}; shift 2 ;;
+    --port-base) port_base=${2:?--port-base needs a value}; shift 2 ;;
+    --timeout) timeout_s=${2:?--timeout needs a value}; shift 2 ;;
+    -h|--help) usage ;;
+    *) echo "testcluster: unknown argument '$1'" >&2; usage ;;
+  esac
+done
+for n in "$nodes" "$ssh_port" "$port_base" "$timeout_s"; do
+  [[ $n =~ ^[0-9]+$ ]] || die "'$n' is not a number"
+done
+((nodes >= 1 && nodes <= 99)) || die "--nodes must be 1..99 (node names are node01..node99)"
+
+D=$(realpath -m -- "$dir")
+# Unix socket paths (munge socket, slurmstepd sockets under spool/) must fit in 108 bytes.
+((${#D} <= 64)) || die "--dir '$D' is longer than 64 characters; Unix socket paths under it would not fit"
+conf=$D/etc/slurm.conf
+munge_sock=$D/munge/munge.socket
+export SLURM_CONF=$conf
+
+# Settings of a cluster that is (or was) up win over the defaults for down/status/env.
+if [[ $verb != up && -r $D/cluster.env ]]; then
+  # shellcheck source=/dev/null
+  source "$D/cluster.env"
+fi
+
+node_name() { printf 'node%02d' "$1"; }
+
+# ---------------------------------------------------------------- processes we own
+# Prints the pid in pidfile $1 when that process runs and its command line contains $2 (a path
+# under D): a stale pid file whose pid was reused by some other process is never ours.
+owned_pid() {
+  local pidfile=$1 marker=$2 pid cmd
+  [[ -r $pidfile ]] || return 1
+  read -r pid <"$pidfile" 2>/dev/null || return 1
+  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  [[ -r /proc/$pid/cmdline ]] || return 1
+  cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+  [[ " $cmd " == *" $marker "* ]] || return 1
+  echo "$pid"
+}
+munged_pid() { owned_pid "$D/run/munged.pid" "--socket=$munge_sock"; }
+slurmctld_pid() { owned_pid "$D/run/slurmctld.pid" "$conf"; }
+slurmd_pid() { owned_pid "$D/run/slurmd-$1.pid" "$conf"; }
+sshd_pid() { owned_pid "$D/run/sshd.pid" "$D/ssh/sshd_config"; }
+
+# True while pid $1 runs. A zombie counts as gone: pid 1 here may take seconds to reap it.
+running() {
+  local stat
+  stat=$(<"/proc/$1/stat") 2>/dev/null || return 1
+  stat=${stat##*) }
+  [[ ${stat%% *} != Z ]]
+}
+
+# TERM, wait up to $1 seconds, then KILL: the pids that follow.
+stop_pids() {
+  local grace=$1 pid alive i
+  shift
+  (($#)) || return 0
+  kill -TERM "$@" 2>/dev/null || true
+  for ((i = 0; i < grace * 20; i++)); do
+    alive=0
+    for pid in "$@"; do
+      if running "$pid"; then alive=1; fi
+    done
+    ((alive)) || return 0
+    sleep 0.05
+  done
+  kill -KILL "$@" 2>/dev/null || true
+}
+
+port_in_use() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
+
+# ---------------------------------------------------------------- /etc/hosts block
+hosts_begin="# BEGIN hpclaunch-testcluster $D"
+hosts_end="# END hpclaunch-testcluster $D"
+
+# Rewrites /etc/hosts in place (same inode: it may be a bind mount) without our block, then
+# appends $1 (may be empty). Serialised with flock against a second cluster doing the same.
+rewrite_hosts() {
+  local block=$1 tmp
+  tmp=$(mktemp)
+  (
+    flock -w 10 9 || die "could not lock $HOSTS_LOCK"
+    awk -v b="$hosts_begin" -v e="$hosts_end" \
+      '$0 == b {skip = 1; next} skip && $0 == e {skip = 0; next} !skip' "$HOSTS_FILE" >"$tmp"
+    [[ -z $block ]] || printf '%s\n' "$block" >>"$tmp"
+    if ! cmp -s "$tmp" "$HOSTS_FILE"; then cat "$tmp" >"$HOSTS_FILE"; fi
+  ) 9>"$HOSTS_LOCK"
+  rm -f "$tmp"
+}
+
+hosts_block() {
+  local i name
+  echo "$hosts_begin"
+  for ((i = 1; i <= nodes; i++)); do
+    name=$(node_name "$i")
+    echo "127.0.0.1 $name ${name}i"
+  done
+  echo "$hosts_end"
+}
+
+# ---------------------------------------------------------------- configuration files
+slurm_conf() {
+  local host i name
+  host=$(hostname -s)
+  cat <<EOF
+# Written by scripts/testcluster.sh; rewritten on each fresh 'up'.
+ClusterName=hpctest
+# Must equal \`hostname -s\`, else slurmctld says "not a valid controller".
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$port_base
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$munge_sock
+StateSaveLocation=$D/state
+SlurmdSpoolDir=$D/spool/%n
+SlurmctldPidFile=$D/run/slurmctld.pid
+SlurmdPidFile=$D/run/slurmd-%n.pid
+SlurmctldLogFile=$D/log/slurmctld.log
+SlurmdLogFile=$D/log/slurmd-%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobCompType=jobcomp/filetxt
+JobCompLoc=$D/log/jobcomp.txt
+SchedulerParameters=batch_sched_delay=0
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+# Trust CPUs/RealMemory below rather than the hardware: presets ask 4 tasks x 8 CPUs per node.
+SlurmdParameters=config_overrides
+# Jobs that can never fit fail at submission instead of pending with Reason=PartitionConfig.
+EnforcePartLimits=ALL
+ReturnToService=2
+# Finished jobs stay visible to scontrol for an hour (no slurmdbd, so no sacct).
+MinJobAge=3600
+KillWait=5
+MpiDefault=none
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+GresTypes=gpu
+EOF
+  for ((i = 1; i <= nodes; i++)); do
+    name=$(node_name "$i")
+    echo "NodeName=$name NodeHostname=$name NodeAddr=127.0.0.1 Port=$((port_base + i))" \
+      "CPUs=32 RealMemory=64000 Gres=gpu:tesla:4"
+  done
+  echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+}
+
+gres_conf() {
+  cat <<EOF
+# Fake GPUs: char-device clones of /dev/null (plain files are rejected; without File= the
+# GPUs are dropped). Never combine with cgroup ConstrainDevices=yes: /dev/null gets blocked.
+AutoDetect=off
+Name=gpu Type=tesla File=$D/dev/gpu[0-3]
+EOF
+}
+
+sshd_conf() {
+  cat <<EOF
+# Written by scripts/testcluster.sh: a throwaway login node for the SSH backend's tests.
+ListenAddress 127.0.0.1:$ssh_port
+HostKey $D/ssh/ssh_host_ed25519_key
+PidFile $D/run/sshd.pid
+AuthorizedKeysFile $D/ssh/authorized_keys
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+# The keys live under /tmp or a build directory, not in a home with strict modes.
+StrictModes no
+SetEnv SLURM_CONF=$conf
+Subsystem sftp internal-sftp
+EOF
+}
+
+# Host $1 logging in with key $2.
+ssh_host_block() {
+  cat <<EOF
+Host $1
+  HostName 127.0.0.1
+  Port $ssh_port
+  User root
+  IdentityFile $2
+  IdentitiesOnly yes
+  UserKnownHostsFile $D/ssh/known_hosts
+  GlobalKnownHostsFile /dev/null
+  StrictHostKeyChecking yes
+  BatchMode yes
+  LogLevel ERROR
+EOF
+}
+
+ssh_client_conf() {
+  echo "# ssh -F $D/ssh/config testlogin CMD; testlogin-wrongkey offers a key that is refused."
+  ssh_host_block testlogin "$D/ssh/id_ed25519"
+  ssh_host_block testlogin-wrongkey "$D/ssh/id_ed25519_unauthorized"
+}
+
+cluster_env() {
+  printf 'nodes=%q\nssh_port=%q\nport_base=%q\n' "$nodes" "$ssh_port" "$port_base"
+}
+
+# Writes $2 to file $1 (mode $3) when it differs; returns 1 when it differed.
+write_file() {
+  local file=$1 content=$2 mode=$3
+  if [[ -f $file ]] && [[ $(<"$file") == "$content" ]]; then return 0; fi
+  printf '%s\n' "$content" >"$file.tmp"
+  chmod "$mode" "$file.tmp"
+  mv -f "$file.tmp" "$file"
+  return 1
+}
+
+# ---------------------------------------------------------------- waiting
+deadline=0
+start_clock() { deadline=$((SECONDS + timeout_s)); }
+
+# Fails with the tail of log $2 when condition $1 (a function) is not true before the deadline.
+wait_for() {
+  local what=$1 logfile=$2
+  shift 2
+  until "$@"; do
+    if ((SECONDS >= deadline)); then
+      log "timed out after ${timeout_s}s waiting for $what"
+      if [[ -r $logfile ]]; then
+        log "last lines of $logfile:"
+        tail -n 25 "$logfile" >&2
+      fi
+      die "up failed; inspect $D/log, then run: $0 down --dir $D"
+    fi
+    sleep 0.1
+  done
+}
+
+munge_ok() { munge -S "$munge_sock" -n 2>/dev/null | unmunge -S "$munge_sock" >/dev/null 2>&1; }
+ctld_ok() { scontrol ping 2>/dev/null | grep -q 'is UP'; }
+# slurmctld logs its SchedulerParameters on the first scheduling pass (~3 s after start); a job
+# submitted before that waits for it.
+scheduler_ok() { grep -q 'SchedulerParameters=' "$D/log/slurmctld.log" 2>/dev/null; }
+nodes_idle() {
+  local states
+  states=$(sinfo -h -N -o '%N %T' 2>/dev/null) || return 1
+  [[ $(grep -c ' idle$' <<<"$states") -eq $nodes ]]
+}
+sshd_ok() { (: <"/dev/tcp/127.0.0.1/$ssh_port") 2>/dev/null; }
+
+# ---------------------------------------------------------------- up
+cmd_up() {
+  local t0=$EPOCHREALTIME i name any_running=0 pid
+  [[ $(id -u) -eq 0 ]] || die "needs root (slurmd runs as root, /etc/hosts is edited)"
+  for tool in munged mungekey slurmctld slurmd sbatch sshd ssh-keygen unshare flock ss; do
+    command -v "$tool" >/dev/null || [[ -x $SLURM_SBIN/$tool ]] ||
+      die "'$tool' not found; run scripts/install-deps.sh"
+  done
+  start_clock
+
+  if munged_pid >/dev/null || slurmctld_pid >/dev/null || sshd_pid >/dev/null; then any_running=1; fi
+  for ((i = 1; i <= 99; i++)); do
+    if slurmd_pid "$(node_name "$i")" >/dev/null; then any_running=1; fi
+  done
+  if ((any_running)) && [[ -r $D/cluster.env ]] && [[ $(<"$D/cluster.env") != "$(cluster_env)" ]]; then
+    die "a cluster with other settings runs in $D ($(tr '\n' ' ' <"$D/cluster.env")); run: $0 down --dir $D"
+  fi
+
+  mkdir -p "$D"/{etc,munge,ssh,dev,log,run,state,spool}
+  chmod 0755 "$D" "$D/munge"
+  for ((i = 1; i <= nodes; i++)); do mkdir -p "$D/spool/$(node_name "$i")"; done
+  for ((i = 0; i < 4; i++)); do
+    [[ -c $D/dev/gpu$i ]] || { rm -f "$D/dev/gpu$i"; mknod -m 0666 "$D/dev/gpu$i" c 1 3; }
+  done
+  write_file "$D/cluster.env" "$(cluster_env)" 0644 || true
+  local conf_changed=0
+  write_file "$conf" "$(slurm_conf)" 0644 || conf_changed=1
+  write_file "$D/etc/gres.conf" "$(gres_conf)" 0644 || conf_changed=1
+  if ((conf_changed)) && slurmctld_pid >/dev/null; then
+    die "slurm.conf in $D changed while slurmctld runs; run: $0 down --dir $D"
+  fi
+  rewrite_hosts "$(hosts_block)"
+
+  # munge: our own key and socket, never the system's /etc/munge/munge.key.
+  if ! munged_pid >/dev/null; then
+    [[ -s $D/munge/munge.key ]] || mungekey -c -k "$D/munge/munge.key"
+    chmod 0600 "$D/munge/munge.key"
+    rm -f "$munge_sock" "$munge_sock.lock"
+    munged --socket="$munge_sock" --key-file="$D/munge/munge.key" --pid-file="$D/run/munged.pid" \
+      --log-file="$D/log/munged.log" --seed-file="$D/munge/munged.seed"
+  fi
+  wait_for "munged" "$D/log/munged.log" munge_ok
+
+  # slurmctld: a fresh start forgets earlier jobs, so job ids and queues start empty.
+  if ! slurmctld_pid >/dev/null; then
+    port_in_use "$port_base" && die "port $port_base (slurmctld) is in use; another cluster? try --port-base"
+    rm -rf "${D:?}/state" && mkdir -p "$D/state"
+    [[ ! -e $D/log/slurmctld.log ]] || mv -f "$D/log/slurmctld.log" "$D/log/slurmctld.log.prev"
+    "$SLURM_SBIN/slurmctld" -f "$conf"
+  fi
+
+  # slurmd per node, each in a UTS namespace whose hostname is the node name.
+  for ((i = 1; i <= nodes; i++)); do
+    name=$(node_name "$i")
+    slurmd_pid "$name" >/dev/null && continue
+    port_in_use $((port_base + i)) && die "port $((port_base + i)) ($name) is in use; try --port-base"
+    # shellcheck disable=SC2016  # $1/$2 expand in the inner shell
+    unshare --uts -- /bin/sh -c 'hostname "$1" && exec "$3/slurmd" -f "$2" -N "$1"' \
+      sh "$name" "$conf" "$SLURM_SBIN"
+  done
+
+  # sshd "login node" with its own host key and a throwaway client key.
+  local s=$D/ssh
+  [[ -s $s/ssh_host_ed25519_key ]] || ssh-keygen -q -t ed25519 -N '' -C testcluster-host -f "$s/ssh_host_ed25519_key"
+  [[ -s $s/id_ed25519 ]] || ssh-keygen -q -t ed25519 -N '' -C testcluster-client -f "$s/id_ed25519"
+  # A second key that is never authorized, for tests that a wrong key is refused.
+  [[ -s $s/id_ed25519_unauthorized ]] ||
+    ssh-keygen -q -t ed25519 -N '' -C testcluster-unauthorized -f "$s/id_ed25519_unauthorized"
+  write_file "$s/authorized_keys" "$(<"$s/id_ed25519.pub")" 0600 || true
+  write_file "$s/known_hosts" "[127.0.0.1]:$ssh_port $(cut -d' ' -f1,2 "$s/ssh_host_ed25519_key.pub")" 0644 || true
+  write_file "$s/config" "$(ssh_client_conf)" 0600 || true
+  local sshd_changed=0
+  write_file "$s/sshd_config" "$(sshd_conf)" 0600 || sshd_changed=1
+  if ((sshd_changed)) && pid=$(sshd_pid); then stop_pids 5 "$pid"; fi
+  if ! sshd_pid >/dev/null; then
+    port_in_use "$ssh_port" && die "port $ssh_port (sshd) is in use; try --ssh-port"
+    mkdir -p /run/sshd # privilege separation directory; nothing creates it without systemd
+    # In a UTS namespace of its own, like slurmd, so that `down` finds its sessions' processes.
+    unshare --uts -- /usr/sbin/sshd -f "$s/sshd_config" -E "$D/log/sshd.log"
+  fi
+
+  wait_for "slurmctld" "$D/log/slurmctld.log" ctld_ok
+  wait_for "$nodes idle nodes" "$D/log/slurmctld.log" nodes_idle
+  wait_for "the first scheduling pass" "$D/log/slurmctld.log" scheduler_ok
+  wait_for "sshd on 127.0.0.1:$ssh_port" "$D/log/sshd.log" sshd_ok
+
+  local ms
+  ms=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", (b - a) * 1000 }')
+  log "up: $nodes nodes idle, sshd on 127.0.0.1:$ssh_port, in ${ms} ms ($D)"
+}
+
+# ---------------------------------------------------------------- down
+# The UTS namespace of pid $1 as a number (the inode `ps -o utsns` shows).
+uts_of() {
+  local link
+  link=$(readlink "/proc/$1/ns/uts" 2>/dev/null) || return 1
+  link=${link#uts:[}
+  echo "${link%]}"
+}
+
+# Stops daemon $1 (grace $2 seconds), then whatever is left in its UTS namespace. Each slurmd
+# and the sshd run in a namespace of their own made by `unshare --uts` in cmd_up, so all in it
+# descends from what `up` started: slurmstepd, job tasks, ssh sessions, also orphaned ones.
+stop_daemon_tree() {
+  local pid=$1 grace=$2 ns left=()
+  ns=$(uts_of "$pid") || ns=
+  stop_pids "$grace" "$pid"
+  # Never sweep the host's own namespace (a daemon that was not started under unshare).
+  [[ -n $ns && $ns != "$(uts_of $$)" ]] || return 0
+  mapfile -t left < <(ps -e -o pid=,utsns= | awk -v ns="$ns" '$2 == ns {print $1}')
+  stop_pids 5 "${left[@]}"
+}
+
+cmd_down() {
+  local i pid jobs
+  if slurmctld_pid >/dev/null; then
+    # Cancel jobs first, so each slurmstepd kills its tasks and cleans up while slurmd runs.
+    jobs=$(squeue -h -o '%A' 2>/dev/null || true)
+    if [[ -n $jobs ]]; then
+      # shellcheck disable=SC2086  # one job id per word
+      scancel $jobs 2>/dev/null || true
+      for ((i = 0; i < 150; i++)); do
+        [[ -z $(squeue -h -o '%A' 2>/dev/null) ]] && break
+        sleep 0.1
+      done
+    fi
+  fi
+  if pid=$(sshd_pid); then stop_daemon_tree "$pid" 5; fi
+  for ((i = 1; i <= 99; i++)); do
+    if pid=$(slurmd_pid "$(node_name "$i")"); then stop_daemon_tree "$pid" 10; fi
+  done
+  if pid=$(slurmctld_pid); then stop_pids 10 "$pid"; fi
+  if pid=$(munged_pid); then stop_pids 5 "$pid"; fi
+
+  rewrite_hosts ""
+  rm -f "$D"/run/*.pid
+  log "down ($D)"
+}
+
+# ---------------------------------------------------------------- status, env
+cmd_status() {
+  if slurmctld_pid >/dev/null && ctld_ok; then
+    sinfo
+    if sshd_pid >/dev/null; then echo "sshd: 127.0.0.1:$ssh_port (ssh -F $D/ssh/config testlogin)"; fi
+  else
+    echo "testcluster: down ($D)"
+    exit 3
+  fi
+}
+
+cmd_env() {
+  printf 'export SLURM_CONF=%q\n' "$conf"
+  printf 'export HPC_TESTCLUSTER_DIR=%q\n' "$D"
+  printf 'export HPC_TESTCLUSTER_SSH_CONFIG=%q\n' "$D/ssh/config"
+  printf 'export HPC_TESTCLUSTER_SSH_PORT=%q\n' "$ssh_port"
+  printf 'export HPC_TESTCLUSTER_NODES=%q\n' "$nodes"
+}
+
+case $verb in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  status) cmd_status ;;
+  env) cmd_env ;;
+  -h|--help|help) usage ;;
+  *) echo "testcluster: unknown verb '$verb'" >&2; usage ;;
+esac
