@@ -1,0 +1,446 @@
+// Slurm host list expressions: expansion (parse + Cartesian product) and compression.
+//
+// Grammar, as Slurm 22.05's src/common/hostlist.c reads it, plus text after the last bracket
+// (Flux RFC 29):
+//   list   := item (',' item)*            empty items are skipped, as Slurm does
+//   item   := (text | '[' ranges ']')+    several groups form a Cartesian product
+//   ranges := range (',' range)*
+//   range  := N | lo '-' hi               decimal digits only, lo <= hi
+// Zero padding: Slurm sets a range's width to the length of its low bound as written
+// (`range->width = strlen(lo)`) and prints every number with "%0*lu". So "[08-100]" gives
+// 08 09 ... 99 100, "[8-010]" gives 8 9 10, and "[001-5]" gives 001 ... 005. We do the same.
+//
+// Columns in error messages are 1-based byte offsets into the expression as given.
+
+#include "hostlist.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "error.h"
+
+namespace hpc {
+namespace {
+
+// A guard against typos such as n[1-10000000] or a[1-1000]b[1-1000]c[1-1000]: far more hosts
+// than any cluster has, and enough to exhaust memory if we expanded them.
+constexpr std::uint64_t kMaxHosts = 1'000'000;
+
+// 18 decimal digits always fit in uint64_t, so lo, hi, hi - lo + 1 and hi + 1 never overflow.
+constexpr std::size_t kMaxDigits = 18;
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Host names never contain these; a space most likely means "node1, node2" was typed.
+bool is_blank_or_control(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u <= 0x20 || u == 0x7f;
+}
+
+// Only call on 1..kMaxDigits decimal digits.
+std::uint64_t parse_digits(std::string_view digits) {
+  std::uint64_t value = 0;
+  std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  return value;
+}
+
+// Appends `value` zero-padded to `width`, as printf("%0*lu") does: never truncated.
+void append_padded(std::string& out, std::uint64_t value, std::size_t width) {
+  char buf[24];
+  const auto result = std::to_chars(buf, buf + sizeof buf, value);
+  const auto length = static_cast<std::size_t>(result.ptr - buf);
+  if (length < width) out.append(width - length, '0');
+  out.append(buf, length);
+}
+
+// Error messages must stay on one line, so control characters are shown escaped.
+std::string printable(std::string_view text) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// A SLURM_JOB_NODELIST can run to kilobytes; show the part around the error, not all of it.
+std::string excerpt_around(std::string_view expr, std::size_t pos) {
+  constexpr std::size_t kWhole = 100;
+  constexpr std::size_t kContext = 40;
+  if (expr.size() <= kWhole) return printable(expr);
+  const std::size_t begin = pos > kContext ? pos - kContext : 0;
+  const std::size_t end = std::min(expr.size(), pos + kContext);
+  std::string out = begin > 0 ? "..." : "";
+  out += printable(expr.substr(begin, end - begin));
+  if (end < expr.size()) out += "...";
+  return out;
+}
+
+std::string describe_char(char c) {
+  if (c == ' ') return "a space";
+  if (is_blank_or_control(c)) return "control character '" + printable(std::string(1, c)) + "'";
+  return "'" + std::string(1, c) + "'";
+}
+
+// One `N` or `lo-hi` inside brackets. Every number is printed zero-padded to `width`.
+struct NumberRange {
+  std::uint64_t lo = 0;
+  std::uint64_t hi = 0;
+  std::size_t width = 0;
+  std::uint64_t size() const { return hi - lo + 1; }
+};
+
+// One piece of an item: literal text, or a bracket group (its ranges, in the order written).
+struct Segment {
+  std::string_view text;
+  std::vector<NumberRange> ranges;  // empty for literal text
+  std::size_t open = 0;             // offset of '[' for a group
+  bool is_group() const { return !ranges.empty(); }
+};
+
+// [begin, end) offsets into the expression.
+struct Span {
+  std::size_t begin = 0;
+  std::size_t end = 0;
+};
+
+class ExpressionParser {
+ public:
+  explicit ExpressionParser(std::string_view expr) : expr_(expr) {}
+
+  std::vector<std::string> expand() const {
+    std::vector<std::vector<Segment>> items;
+    std::uint64_t total = 0;
+    for (const Span& item : split_items()) {
+      items.push_back(parse_item(item));
+      total += count_hosts(items.back(), item, total);
+    }
+    std::vector<std::string> hosts;
+    hosts.reserve(total);
+    for (const auto& segments : items) append_hosts(segments, hosts);
+    return hosts;
+  }
+
+ private:
+  [[noreturn]] void fail(std::size_t pos, const std::string& what, const std::string& fix) const {
+    throw UserError("hostlist \"" + excerpt_around(expr_, pos) + "\": column " +
+                        std::to_string(pos + 1),
+                    what, fix);
+  }
+
+  // Splits at top-level commas (a comma inside brackets separates ranges), checking on the way
+  // that brackets balance and do not nest, and that there is no whitespace.
+  std::vector<Span> split_items() const {
+    std::vector<Span> items;
+    std::size_t item_begin = 0;
+    bool inside = false;
+    std::size_t open = 0;
+    for (std::size_t i = 0; i < expr_.size(); ++i) {
+      const char c = expr_[i];
+      if (is_blank_or_control(c)) {
+        fail(i, describe_char(c) + " in a host list",
+             "separate hosts with ',' and no spaces, e.g. node1,node2");
+      }
+      if (c == '[') {
+        if (inside) {
+          fail(i, "'[' inside brackets (they cannot nest)",
+               "close the range with ']' first; a[1-2]b[3-4] is a product");
+        }
+        inside = true;
+        open = i;
+      } else if (c == ']') {
+        if (!inside) fail(i, "']' without a matching '['", "remove it or add the missing '['");
+        inside = false;
+      } else if (c == ',' && !inside) {
+        add_unless_empty(items, {item_begin, i});
+        item_begin = i + 1;
+      }
+    }
+    if (inside) fail(open, "'[' is never closed", "add ']' after the range");
+    add_unless_empty(items, {item_begin, expr_.size()});
+    if (items.empty()) {
+      fail(0, "the host list names no host", "give at least one host, e.g. node[01-04]");
+    }
+    return items;
+  }
+
+  // Slurm skips empty items ("a,,b", a trailing comma), so we do too.
+  static void add_unless_empty(std::vector<Span>& items, Span item) {
+    if (item.end > item.begin) items.push_back(item);
+  }
+
+  // Brackets are known to balance within an item (split_items checked).
+  std::vector<Segment> parse_item(Span item) const {
+    std::vector<Segment> segments;
+    std::size_t i = item.begin;
+    while (i < item.end) {
+      if (expr_[i] == '[') {
+        const std::size_t close = expr_.find(']', i);
+        Segment group;
+        group.open = i;
+        group.ranges = parse_ranges({i + 1, close});
+        segments.push_back(std::move(group));
+        i = close + 1;
+      } else {
+        const std::size_t text_end = std::min(expr_.find('[', i), item.end);
+        Segment text;
+        text.text = expr_.substr(i, text_end - i);
+        segments.push_back(std::move(text));
+        i = text_end;
+      }
+    }
+    return segments;
+  }
+
+  // The comma-separated ranges between '[' and ']'.
+  std::vector<NumberRange> parse_ranges(Span inner) const {
+    if (inner.begin == inner.end) {
+      fail(inner.begin - 1, "empty range \"[]\"", "put numbers between the brackets, e.g. [1-4]");
+    }
+    std::vector<NumberRange> ranges;
+    std::uint64_t group_size = 0;
+    std::size_t begin = inner.begin;
+    while (true) {
+      const std::size_t comma = expr_.substr(0, inner.end).find(',', begin);
+      const std::size_t end = comma == std::string_view::npos ? inner.end : comma;
+      if (begin == end) fail(begin, "empty item in a range list", "remove the extra ','");
+      ranges.push_back(parse_range({begin, end}));
+      group_size += ranges.back().size();
+      if (group_size > kMaxHosts) {
+        fail(begin, "the brackets expand to more than " + std::to_string(kMaxHosts) +
+                        " hosts at range " + std::string(expr_.substr(begin, end - begin)),
+             "check the bounds");
+      }
+      if (end == inner.end) return ranges;
+      begin = end + 1;
+    }
+  }
+
+  // `N` or `lo-hi`.
+  NumberRange parse_range(Span range) const {
+    const std::size_t dash = expr_.substr(0, range.end).find('-', range.begin);
+    const Span low{range.begin, dash == std::string_view::npos ? range.end : dash};
+    NumberRange parsed;
+    parsed.lo = parse_bound(low, "low");
+    parsed.hi = parsed.lo;
+    parsed.width = low.end - low.begin;
+    if (dash == std::string_view::npos) return parsed;
+
+    const Span high{dash + 1, range.end};
+    parsed.hi = parse_bound(high, "high");
+    if (parsed.lo > parsed.hi) {
+      const std::string_view lo_text = text_of(low);
+      const std::string_view hi_text = text_of(high);
+      fail(range.begin,
+           "range " + std::string(lo_text) + "-" + std::string(hi_text) + " has low > high",
+           "write it as " + std::string(hi_text) + "-" + std::string(lo_text));
+    }
+    return parsed;
+  }
+
+  std::uint64_t parse_bound(Span bound, const std::string& which) const {
+    if (bound.begin == bound.end) {
+      fail(bound.begin, "range has no " + which + " bound",
+           "write a number N or a range lo-hi, e.g. 1-4 (numbers cannot be negative)");
+    }
+    for (std::size_t i = bound.begin; i < bound.end; ++i) {
+      if (!is_digit(expr_[i])) {
+        fail(i, "unexpected " + describe_char(expr_[i]) + " in a range",
+             "a range holds numbers N or lo-hi separated by ',', e.g. [1-4,7]");
+      }
+    }
+    if (bound.end - bound.begin > kMaxDigits) {
+      fail(bound.begin, "number " + std::string(text_of(bound)) + " has more than " +
+                            std::to_string(kMaxDigits) + " digits",
+           "host numbers this long are not supported");
+    }
+    return parse_digits(text_of(bound));
+  }
+
+  std::string_view text_of(Span span) const {
+    return expr_.substr(span.begin, span.end - span.begin);
+  }
+
+  // Hosts this item expands to, checking before any multiplication that the running total
+  // stays within kMaxHosts, so that neither memory nor the arithmetic can blow up.
+  std::uint64_t count_hosts(const std::vector<Segment>& segments, Span item,
+                            std::uint64_t hosts_before) const {
+    std::uint64_t product = 1;
+    for (const Segment& segment : segments) {
+      if (!segment.is_group()) continue;
+      std::uint64_t group_size = 0;
+      for (const NumberRange& range : segment.ranges) group_size += range.size();
+      if (group_size > (kMaxHosts - hosts_before) / product) {
+        fail(segment.open,
+             "the host list expands to more than " + std::to_string(kMaxHosts) + " hosts",
+             "check the ranges (bracket groups in one name multiply)");
+      }
+      product *= group_size;
+    }
+    if (product > kMaxHosts - hosts_before) {  // a plain name after a million hosts
+      fail(item.begin, "the host list expands to more than " + std::to_string(kMaxHosts) + " hosts",
+           "check the ranges");
+    }
+    return product;
+  }
+
+  // Cartesian product, left-most group varying slowest: a depth-first walk that reuses one
+  // buffer, so each host name is built once and copied once.
+  static void append_hosts(const std::vector<Segment>& segments, std::vector<std::string>& out) {
+    std::string buffer;
+    append_product(segments, 0, buffer, out);
+  }
+
+  static void append_product(const std::vector<Segment>& segments, std::size_t index,
+                             std::string& buffer, std::vector<std::string>& out) {
+    if (index == segments.size()) {
+      out.push_back(buffer);
+      return;
+    }
+    const Segment& segment = segments[index];
+    const std::size_t mark = buffer.size();
+    if (!segment.is_group()) {
+      buffer += segment.text;
+      append_product(segments, index + 1, buffer, out);
+    } else {
+      for (const NumberRange& range : segment.ranges) {
+        for (std::uint64_t n = range.lo;; ++n) {
+          buffer.resize(mark);
+          append_padded(buffer, n, range.width);
+          append_product(segments, index + 1, buffer, out);
+          if (n == range.hi) break;
+        }
+      }
+    }
+    buffer.resize(mark);
+  }
+
+  std::string_view expr_;
+};
+
+// ---- compress ----
+
+// A host name cut around its last run of digits: "bask-pg0309u05a" -> "bask-pg0309u" "05" "a".
+// `digits` is empty when the name has no digits, or too many to be a host number.
+struct NumberedName {
+  std::string_view prefix;
+  std::string_view digits;
+  std::string_view suffix;
+  std::uint64_t value = 0;
+
+  bool shares_stem(const NumberedName& other) const {
+    return !digits.empty() && !other.digits.empty() && prefix == other.prefix &&
+           suffix == other.suffix;
+  }
+};
+
+NumberedName split_at_last_number(std::string_view host) {
+  NumberedName name;
+  name.prefix = host;
+  std::size_t end = host.size();
+  while (end > 0 && !is_digit(host[end - 1])) --end;
+  std::size_t begin = end;
+  while (begin > 0 && is_digit(host[begin - 1])) --begin;
+  if (begin == end || end - begin > kMaxDigits) return name;
+  name.prefix = host.substr(0, begin);
+  name.digits = host.substr(begin, end - begin);
+  name.suffix = host.substr(end);
+  name.value = parse_digits(name.digits);
+  return name;
+}
+
+// A name that the expression grammar cannot hold would not come back out of expand().
+void check_representable(const std::string& host, std::size_t index) {
+  const std::string where = "host list: host " + std::to_string(index + 1) + " \"" +
+                            printable(host) + "\"";
+  if (host.empty()) throw UserError(where, "is empty", "remove the empty host name");
+  for (char c : host) {
+    if (is_blank_or_control(c) || c == ',' || c == '[' || c == ']') {
+      throw UserError(where, "contains " + describe_char(c),
+                      "host names cannot contain spaces, commas or brackets");
+    }
+  }
+}
+
+// Whether expanding a range of padding width `width` prints this number as `digits`: numbers
+// are padded up to the width, never cut, so a longer number must not start with '0'.
+bool prints_as(std::string_view digits, std::size_t width) {
+  return digits.size() == width || (digits.size() > width && digits.front() != '0');
+}
+
+// Writes the ranges for names sharing one stem, e.g. "01-03,05,02", keeping their order.
+void append_ranges(const std::vector<NumberedName>& names, std::size_t first, std::size_t last,
+                   std::string& out) {
+  std::size_t i = first;
+  while (i < last) {
+    const NumberedName& low = names[i];
+    std::size_t high = i;
+    while (high + 1 < last && names[high + 1].value == names[high].value + 1 &&
+           prints_as(names[high + 1].digits, low.digits.size())) {
+      ++high;
+    }
+    if (i > first) out += ',';
+    out += low.digits;
+    if (high > i) {
+      out += '-';
+      out += names[high].digits;
+    }
+    i = high + 1;
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> HostList::expand(std::string_view expr) {
+  return ExpressionParser(expr).expand();
+}
+
+// Consecutive names that differ only in their last number share one bracket group; the input
+// order is kept (not sorted), as `scontrol show hostlist` does, so the expansion is exact.
+// Throws UserError for a name the grammar cannot hold (empty, or with a space, ',', '[', ']').
+// An empty vector gives "".
+std::string HostList::compress(const std::vector<std::string>& hosts) {
+  std::vector<NumberedName> names;
+  names.reserve(hosts.size());
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    check_representable(hosts[i], i);
+    names.push_back(split_at_last_number(hosts[i]));
+  }
+
+  std::string out;
+  std::size_t i = 0;
+  while (i < names.size()) {
+    std::size_t end = i + 1;
+    while (end < names.size() && names[i].shares_stem(names[end])) ++end;
+    if (!out.empty()) out += ',';
+    if (end == i + 1) {
+      out += hosts[i];  // a lone host reads better without brackets, as Slurm writes it
+    } else {
+      out += names[i].prefix;
+      out += '[';
+      append_ranges(names, i, end, out);
+      out += ']';
+      out += names[i].suffix;
+    }
+    i = end;
+  }
+  return out;
+}
+
+}  // namespace hpc

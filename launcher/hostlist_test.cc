@@ -1,0 +1,343 @@
+// HostList::expand and HostList::compress against `scontrol show hostnames` / `show hostlist`
+// of Slurm 22.05 (shared/SLURM-TESTBED.md, "Hostlist ground truth"), plus our deliberate
+// difference: text after the last bracket is accepted (Flux RFC 29).
+#include "hostlist.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "error.h"
+
+using hpc::HostList;
+using Hosts = std::vector<std::string>;
+
+namespace {
+
+// The message expand() throws for `expr`; fails the test when it does not throw.
+std::string expand_error(const std::string& expr) {
+  try {
+    const Hosts hosts = HostList::expand(expr);
+    FAIL("expected hpc::UserError for \"" << expr << "\", got " << hosts.size() << " hosts");
+  } catch (const hpc::UserError& e) {
+    return e.what();
+  }
+  return {};
+}
+
+// Checks the parts every error message must have: the expression, the column, one line.
+void require_error_at(const std::string& expr, int column, const std::string& what) {
+  const std::string message = expand_error(expr);
+  INFO(message);
+  CHECK(message.rfind("hostlist \"", 0) == 0);
+  CHECK(message.find("column " + std::to_string(column) + ":") != std::string::npos);
+  CHECK(message.find(what) != std::string::npos);
+  CHECK(message.find('\n') == std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("hostlist: ground truth from scontrol show hostnames (Slurm 22.05)", "[hostlist]") {
+  CHECK(HostList::expand("node[01-03,7],gpu-a[1-2]") ==
+        Hosts{"node01", "node02", "node03", "node7", "gpu-a1", "gpu-a2"});
+  CHECK(HostList::expand("a[1-2]b[3-4]") == Hosts{"a1b3", "a1b4", "a2b3", "a2b4"});
+  CHECK(HostList::expand("node[1-3]x[1]") == Hosts{"node1x1", "node2x1", "node3x1"});
+  CHECK(HostList::expand("x[3,1-2]") == Hosts{"x3", "x1", "x2"});
+  CHECK(HostList::expand("node[1-3],node2") == Hosts{"node1", "node2", "node3", "node2"});
+  CHECK(HostList::expand("node[009-011]") == Hosts{"node009", "node010", "node011"});
+  CHECK(HostList::compress({"node01", "node03", "node02"}) == "node[01,03,02]");
+}
+
+TEST_CASE("hostlist: plain names and comma lists", "[hostlist]") {
+  CHECK(HostList::expand("login") == Hosts{"login"});
+  CHECK(HostList::expand("node01") == Hosts{"node01"});
+  CHECK(HostList::expand("node1,node2,node1") == Hosts{"node1", "node2", "node1"});
+  CHECK(HostList::expand("node-1") == Hosts{"node-1"});  // '-' outside brackets is text
+  CHECK(HostList::expand("[1-3]") == Hosts{"1", "2", "3"});
+  CHECK(HostList::expand("n[1,3],m") == Hosts{"n1", "n3", "m"});
+  CHECK(HostList::expand("n[5]") == Hosts{"n5"});
+  CHECK(HostList::expand("n[2-2]") == Hosts{"n2"});
+}
+
+TEST_CASE("hostlist: empty items are skipped as Slurm does", "[hostlist]") {
+  CHECK(HostList::expand("a,,b") == Hosts{"a", "b"});
+  CHECK(HostList::expand(",a,") == Hosts{"a"});
+  CHECK(HostList::expand("n[1-2],,,m[3]") == Hosts{"n1", "n2", "m3"});
+}
+
+TEST_CASE("hostlist: zero padding is the width of the low bound", "[hostlist]") {
+  CHECK(HostList::expand("n[1-10]") ==
+        Hosts{"n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "n9", "n10"});
+  CHECK(HostList::expand("n[01-10]") ==
+        Hosts{"n01", "n02", "n03", "n04", "n05", "n06", "n07", "n08", "n09", "n10"});
+  CHECK(HostList::expand("n[001-5]") == Hosts{"n001", "n002", "n003", "n004", "n005"});
+  CHECK(HostList::expand("n[0]") == Hosts{"n0"});
+  CHECK(HostList::expand("n[00]") == Hosts{"n00"});
+  CHECK(HostList::expand("n[007]") == Hosts{"n007"});
+  CHECK(HostList::expand("n[98-101]") == Hosts{"n98", "n99", "n100", "n101"});
+
+  SECTION("low and high of different widths: Slurm pads to strlen(low) and never cuts") {
+    const Hosts wide = HostList::expand("n[08-100]");
+    REQUIRE(wide.size() == 93);
+    CHECK(wide.front() == "n08");
+    CHECK(wide[1] == "n09");
+    CHECK(wide[2] == "n10");
+    CHECK(wide[91] == "n99");
+    CHECK(wide.back() == "n100");
+    CHECK(HostList::expand("n[8-010]") == Hosts{"n8", "n9", "n10"});
+  }
+  SECTION("each range in a group has its own width") {
+    CHECK(HostList::expand("n[01-02,3,004]") == Hosts{"n01", "n02", "n3", "n004"});
+  }
+}
+
+TEST_CASE("hostlist: several bracket groups form a product, left-most slowest", "[hostlist]") {
+  CHECK(HostList::expand("r[1-2]n[01-03]") ==
+        Hosts{"r1n01", "r1n02", "r1n03", "r2n01", "r2n02", "r2n03"});
+  CHECK(HostList::expand("a[1,3]b[2]c[5-6]") == Hosts{"a1b2c5", "a1b2c6", "a3b2c5", "a3b2c6"});
+  CHECK(HostList::expand("[1-2][3-4]") == Hosts{"13", "14", "23", "24"});
+  CHECK(HostList::expand("a[1-2]b[3-4],z") == Hosts{"a1b3", "a1b4", "a2b3", "a2b4", "z"});
+}
+
+TEST_CASE("hostlist: text after the last bracket is accepted (unlike Slurm 22.05)",
+          "[hostlist]") {
+  CHECK(HostList::expand("bask-pg0309u[05-06]a") ==
+        Hosts{"bask-pg0309u05a", "bask-pg0309u06a"});
+  CHECK(HostList::expand("gpu-a[1-2]b") == Hosts{"gpu-a1b", "gpu-a2b"});
+  CHECK(HostList::expand("jwb[0001-0002]i,login") == Hosts{"jwb0001i", "jwb0002i", "login"});
+}
+
+TEST_CASE("hostlist: errors name the expression, the column and the fix", "[hostlist]") {
+  SECTION("low > high, the message in full") {
+    CHECK(expand_error("node[7-5]") ==
+          "hostlist \"node[7-5]\": column 6: range 7-5 has low > high; write it as 5-7");
+    require_error_at("n[1-2,10-09]", 7, "range 10-09 has low > high");
+  }
+  SECTION("unbalanced brackets") {
+    require_error_at("node[1-3", 5, "'[' is never closed");
+    require_error_at("node[1-3],gpu[1", 14, "'[' is never closed");
+    require_error_at("node1-3]", 8, "']' without a matching '['");
+    require_error_at("node[1-3]]", 10, "']' without a matching '['");
+  }
+  SECTION("nested brackets") { require_error_at("node[1[2]]", 7, "'[' inside brackets"); }
+  SECTION("empty ranges") {
+    require_error_at("node[]", 5, "empty range");
+    require_error_at("node[1,,2]", 8, "empty item");
+    require_error_at("node[1,]", 8, "empty item");
+    require_error_at("node[,1]", 6, "empty item");
+  }
+  SECTION("missing bounds and negative numbers") {
+    require_error_at("node[-3]", 6, "no low bound");
+    require_error_at("node[1-]", 8, "no high bound");
+    require_error_at("node[1--3]", 8, "unexpected '-'");
+  }
+  SECTION("non-digits in a range") {
+    require_error_at("node[1-a]", 8, "unexpected 'a'");
+    require_error_at("node[a]", 6, "unexpected 'a'");
+    require_error_at("node[1-2-3]", 9, "unexpected '-'");
+    require_error_at("node[+1]", 6, "unexpected '+'");
+    require_error_at("node[0x10]", 7, "unexpected 'x'");
+  }
+  SECTION("whitespace and control characters, shown escaped so the message stays one line") {
+    require_error_at("node1, node2", 7, "a space");
+    require_error_at(" node1", 1, "a space");
+    require_error_at("node1 ", 6, "a space");
+    require_error_at("node[1 -2]", 7, "a space");
+    require_error_at("node1\nnode2", 6, "'\\n'");
+    require_error_at("node1\t", 6, "'\\t'");
+  }
+  SECTION("no hosts at all") {
+    require_error_at("", 1, "no host");
+    require_error_at(",", 1, "no host");
+    require_error_at(",,,", 1, "no host");
+  }
+  SECTION("numbers too long for a host number") {
+    require_error_at("n[1234567890123456789]", 3, "more than 18 digits");
+    require_error_at("n[1-99999999999999999999]", 5, "more than 18 digits");
+  }
+  SECTION("long expressions are shown as an excerpt around the column") {
+    std::string expr;
+    for (int i = 0; i < 50; ++i) expr += "node" + std::to_string(i) + ",";
+    expr += "bad[9-1]";
+    const std::string message = expand_error(expr);
+    INFO(message);
+    CHECK(message.find("...") != std::string::npos);
+    CHECK(message.find("bad[9-1]") != std::string::npos);
+    CHECK(message.find("column " + std::to_string(expr.size() - 3) + ":") != std::string::npos);
+    CHECK(message.size() < 200);
+  }
+}
+
+TEST_CASE("hostlist: expansion is capped at 1,000,000 hosts", "[hostlist]") {
+  SECTION("one range") {
+    require_error_at("n[0-1000000]", 3, "more than 1000000 hosts");
+    require_error_at("n[0-999999999999999999]", 3, "more than 1000000 hosts");
+    require_error_at("n[1-2,0-999999]", 7, "more than 1000000 hosts");
+  }
+  SECTION("a Cartesian product") {
+    require_error_at("a[1-1000]b[1-1000]c[1-2]", 20, "more than 1000000 hosts");
+    require_error_at("a[1-999999999]b[1-999999999]", 3, "more than 1000000 hosts");
+    // Every group fits; only the product does not, and the arithmetic must not overflow.
+    require_error_at("a[1-1000000]b[1-1000000]c[1-1000000]d[1-1000000]", 14,
+                     "more than 1000000 hosts");
+  }
+  SECTION("the sum over items") {
+    require_error_at("n[1-600000],m[1-600000]", 14, "more than 1000000 hosts");
+    require_error_at("n[1-1000000],x", 14, "more than 1000000 hosts");
+  }
+  SECTION("exactly the cap is fine") {
+    const Hosts hosts = HostList::expand("a[000-999]b[000-999]");
+    REQUIRE(hosts.size() == 1'000'000);
+    CHECK(hosts.front() == "a000b000");
+    CHECK(hosts[1] == "a000b001");
+    CHECK(hosts.back() == "a999b999");
+  }
+}
+
+TEST_CASE("hostlist: compress groups consecutive names and keeps order", "[hostlist]") {
+  CHECK(HostList::compress({}) == "");
+  CHECK(HostList::compress({"login"}) == "login");
+  CHECK(HostList::compress({"node07"}) == "node07");
+  CHECK(HostList::compress({"login", "head"}) == "login,head");
+  CHECK(HostList::compress({"node01", "node02", "node03", "node7", "gpu-a1", "gpu-a2"}) ==
+        "node[01-03,7],gpu-a[1-2]");
+  CHECK(HostList::compress({"node1", "node2", "node3", "node2"}) == "node[1-3,2]");
+  CHECK(HostList::compress({"node1", "node1"}) == "node[1,1]");
+  CHECK(HostList::compress({"x3", "x1", "x2"}) == "x[3,1-2]");
+  CHECK(HostList::compress({"node1", "login", "node2"}) == "node1,login,node2");
+  CHECK(HostList::compress({"a1", "a2", "b1", "b2", "a3"}) == "a[1-2],b[1-2],a3");
+  CHECK(HostList::compress({"bask-pg0309u05a", "bask-pg0309u06a"}) == "bask-pg0309u[05-06]a");
+  CHECK(HostList::compress({"jwb0001i", "jwb0002i", "jwb0003"}) == "jwb[0001-0002]i,jwb0003");
+  CHECK(HostList::compress({"1", "2", "3"}) == "[1-3]");
+}
+
+TEST_CASE("hostlist: compress keeps each name's padding", "[hostlist]") {
+  CHECK(HostList::compress({"n9", "n10", "n11"}) == "n[9-11]");
+  CHECK(HostList::compress({"n099", "n100"}) == "n[099-100]");
+  CHECK(HostList::compress({"n08", "n09", "n10", "n100"}) == "n[08-10,100]");
+  CHECK(HostList::compress({"n1", "n01"}) == "n[1,01]");
+  CHECK(HostList::compress({"n0", "n00", "n000"}) == "n[0,00,000]");
+  CHECK(HostList::compress({"n09", "n010"}) == "n[09,010]");  // [09-10] would print n10
+  CHECK(HostList::compress({"n9", "n010"}) == "n[9,010]");
+  CHECK(HostList::compress({"n99", "n100", "n0101"}) == "n[99-100,0101]");
+}
+
+TEST_CASE("hostlist: compress uses the last run of digits", "[hostlist]") {
+  CHECK(HostList::compress({"r1n1", "r1n2", "r2n1"}) == "r1n[1-2],r2n1");
+  CHECK(HostList::compress({"gpu2-a1", "gpu2-a2"}) == "gpu2-a[1-2]");
+  CHECK(HostList::compress({"c1-ib", "c2-ib"}) == "c[1-2]-ib");
+  // Digit runs too long for a host number stay literal text.
+  const Hosts long_numbers{"n1234567890123456789", "n1234567890123456790"};
+  CHECK(HostList::compress(long_numbers) == "n1234567890123456789,n1234567890123456790");
+  CHECK(HostList::expand(HostList::compress(long_numbers)) == long_numbers);
+}
+
+TEST_CASE("hostlist: compress rejects names a host list cannot hold", "[hostlist]") {
+  CHECK_THROWS_AS(HostList::compress({"node1", ""}), hpc::UserError);
+  CHECK_THROWS_WITH(HostList::compress({"node1", "a b"}), Catch::Contains("host 2"));
+  CHECK_THROWS_AS(HostList::compress({"a,b"}), hpc::UserError);
+  CHECK_THROWS_AS(HostList::compress({"n[1]"}), hpc::UserError);
+  CHECK_THROWS_AS(HostList::compress({"n]"}), hpc::UserError);
+  CHECK_THROWS_WITH(HostList::compress({"a\nb"}), !Catch::Contains("\n"));
+}
+
+TEST_CASE("hostlist: compress and expand round-trip on fixed cases", "[hostlist]") {
+  for (const char* expr : {"node[01-03,7],gpu-a[1-2]", "a[1-2]b[3-4]", "node[1-3]x[1]",
+                           "x[3,1-2]", "node[1-3],node2", "node[009-011]", "n[08-100]",
+                           "bask-pg0309u[05-06]a", "n[0,00,000,0000]", "r[1-3]n[01-04]-ib"}) {
+    INFO(expr);
+    const Hosts hosts = HostList::expand(expr);
+    CHECK(HostList::expand(HostList::compress(hosts)) == hosts);
+  }
+  CHECK(HostList::compress(HostList::expand("node[01-03,7],gpu-a[1-2]")) ==
+        "node[01-03,7],gpu-a[1-2]");
+  CHECK(HostList::compress(HostList::expand("n[0000-9999]")) == "n[0000-9999]");
+  CHECK(HostList::compress(HostList::expand("n[08-100]")) == "n[08-100]");
+}
+
+namespace {
+
+// Random host vectors shaped like real node lists: runs of consecutive numbers under one stem,
+// with paddings, suffixes, names without digits, duplicates and shuffled stretches.
+Hosts random_hosts(std::mt19937& rng) {
+  static const std::vector<std::string> kPrefixes{
+      "node", "gpu-a", "n", "bask-pg0309u", "x1y", "", "c2-", "r10n", "x1", "jwb"};
+  static const std::vector<std::string> kSuffixes{"", "", "", "a", "-ib", "i", ".local", "b7c"};
+  static const std::vector<std::string> kPlainNames{"login", "head-node", "gpu", "a-b"};
+  auto pick = [&rng](std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); };
+
+  Hosts hosts;
+  const std::size_t blocks = 1 + pick(6);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    if (pick(8) == 0) {
+      hosts.push_back(kPlainNames[pick(kPlainNames.size())]);
+      continue;
+    }
+    const std::string& prefix = kPrefixes[pick(kPrefixes.size())];
+    const std::string& suffix = kSuffixes[pick(kSuffixes.size())];
+    const std::size_t width = pick(5);  // 0: natural width
+    const std::size_t start = pick(pick(2) == 0 ? 20 : 1200);
+    const std::size_t length = 1 + pick(15);
+    for (std::size_t n = start; n < start + length; ++n) {
+      std::string digits = std::to_string(n);
+      if (digits.size() < width) digits.insert(0, width - digits.size(), '0');
+      hosts.push_back(prefix + digits + suffix);
+    }
+  }
+  const std::size_t duplicates = pick(4);
+  for (std::size_t d = 0; d < duplicates; ++d) {
+    const std::string copy = hosts[pick(hosts.size())];
+    hosts.insert(hosts.begin() + static_cast<std::ptrdiff_t>(pick(hosts.size() + 1)), copy);
+  }
+  if (pick(3) == 0) {  // shuffle a stretch, as an unsorted node list would be
+    const std::size_t first = pick(hosts.size());
+    const std::size_t last = first + pick(hosts.size() - first + 1);
+    std::shuffle(hosts.begin() + static_cast<std::ptrdiff_t>(first),
+                 hosts.begin() + static_cast<std::ptrdiff_t>(last), rng);
+  }
+  return hosts;
+}
+
+}  // namespace
+
+TEST_CASE("hostlist: randomized round trip expand(compress(x)) == x", "[hostlist]") {
+  std::mt19937 rng(20240520);
+  std::size_t total_hosts = 0;
+  std::size_t total_chars = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    const Hosts hosts = random_hosts(rng);
+    const std::string compressed = HostList::compress(hosts);
+    INFO("trial " << trial << ": " << compressed);
+    REQUIRE(HostList::expand(compressed) == hosts);
+    total_hosts += hosts.size();
+    total_chars += compressed.size();
+  }
+  // It actually compresses: runs of up to 15 names collapse into one bracket group.
+  std::size_t plain_chars = 0;
+  std::mt19937 again(20240520);
+  for (int trial = 0; trial < 4000; ++trial) {
+    for (const std::string& host : random_hosts(again)) plain_chars += host.size() + 1;
+  }
+  CHECK(total_hosts > 20000);
+  CHECK(total_chars * 2 < plain_chars);
+}
+
+TEST_CASE("hostlist: expansion is linear, not quadratic", "[hostlist]") {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  constexpr int kRepeats = 100;
+  std::size_t hosts = 0;
+  for (int i = 0; i < kRepeats; ++i) hosts += HostList::expand("n[0000-9999]").size();
+  const auto elapsed = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  CHECK(hosts == 10000u * kRepeats);
+  // The target is well under 1 ms per expansion; 10x headroom for a loaded shared machine.
+  CHECK(elapsed / kRepeats < 10.0);
+
+  const Hosts all = HostList::expand("n[0000-9999]");
+  CHECK(all.front() == "n0000");
+  CHECK(all[1234] == "n1234");
+  CHECK(all.back() == "n9999");
+}
