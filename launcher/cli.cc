@@ -1,0 +1,420 @@
+#include "cli.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fmt/core.h>
+#include <iostream>
+
+#include "atomic_file.h"
+#include "catalog.h"
+#include "error.h"
+#include "hostlist.h"
+#include "json_file.h"
+#include "render.h"
+#include "shell.h"
+#include "spec.h"
+
+#ifndef HPC_VERSION
+#define HPC_VERSION "0.0.0"
+#endif
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace hpc {
+namespace {
+
+constexpr const char* kExamples = R"(Examples:
+  hpclaunch presets list
+  hpclaunch clusters show jsc
+  hpclaunch render --preset 2n4g --strategy fsdp --cluster jsc --set profile.account=myproj -o job.sbatch
+  hpclaunch render --preset 1n2g --strategy ddp -- --model tiny --max-steps 5
+  hpclaunch validate --preset 2n4g --cluster daic
+  hpclaunch hostlist expand 'node[01-03],gpu-a[1-2]'
+Docs: docs/quickstart.md, docs/presets.md, docs/clusters.md)";
+
+// Flags shared by render and validate: what to resolve.
+struct SelectionFlags {
+  std::string preset, cluster, strategy, project, template_file;
+  bool no_project = false;
+  std::vector<std::string> sets;
+
+  void add_to(CLI::App* app) {
+    app->add_option("--preset,-p", preset, "shape preset (hpclaunch presets list)");
+    app->add_option("--strategy,-s", strategy, "ddp, fsdp, zero1 or zero2");
+    app->add_option("--cluster,-c", cluster, "cluster profile (hpclaunch clusters list)");
+    app->add_option("--set", sets, "override a key: --set shape.time=08:00:00 (repeatable)")
+        ->take_all();
+    app->add_option("--project", project, "project file (default: ./hpclaunch.json if present)");
+    app->add_flag("--no-project", no_project, "ignore ./hpclaunch.json");
+    app->add_option("--template", template_file, "mustache template (default: the built-in one)");
+  }
+
+  SpecRequest request(const std::optional<std::vector<std::string>>& trainer_args) const {
+    SpecRequest r;
+    if (!preset.empty()) r.preset = preset;
+    if (!cluster.empty()) r.cluster = cluster;
+    if (!strategy.empty()) r.strategy = strategy;
+    r.sets = sets;
+    if (!project.empty()) r.project_file = fs::path(project);
+    r.read_project_file = !no_project;
+    r.trainer_args = trainer_args;
+    return r;
+  }
+};
+
+std::string preset_summary_time(const json& c) {
+  return c.contains("time") ? c["time"].get<std::string>() : "";
+}
+
+int int_or(const json& c, const char* key, int fallback) {
+  return c.contains(key) && c[key].is_number_integer() ? c[key].get<int>() : fallback;
+}
+
+std::string str_or(const json& c, const char* key) {
+  if (!c.contains(key)) return "";
+  if (c[key].is_string()) return c[key].get<std::string>();
+  return c[key].dump();
+}
+
+int list_presets(const Catalog& catalog, bool as_json) {
+  json all = json::array();
+  for (const auto& name : catalog.names(PresetKind::Shape)) {
+    LoadedPreset p = catalog.load(PresetKind::Shape, name);
+    const json& c = p.content;
+    int nodes = int_or(c, "nodes", 0), gpn = int_or(c, "gpus_per_node", 0);
+    all.push_back({{"name", name},
+                   {"nodes", nodes},
+                   {"gpus_per_node", gpn},
+                   {"gpus", nodes * gpn},
+                   {"cpus_per_gpu", int_or(c, "cpus_per_gpu", 0)},
+                   {"time", preset_summary_time(c)},
+                   {"description", str_or(c, "description")},
+                   {"file", p.files.back()}});
+  }
+  if (as_json) {
+    std::cout << all.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("{:<8} {:>5} {:>9} {:>5} {:>8} {:>11}  {}\n", "PRESET", "NODES",
+                           "GPUS/NODE", "GPUS", "CPUS/GPU", "TIME", "DESCRIPTION");
+  for (const auto& p : all) {
+    std::cout << fmt::format("{:<8} {:>5} {:>9} {:>5} {:>8} {:>11}  {}\n",
+                             p["name"].get<std::string>(), p["nodes"].get<int>(),
+                             p["gpus_per_node"].get<int>(), p["gpus"].get<int>(),
+                             p["cpus_per_gpu"].get<int>(), p["time"].get<std::string>(),
+                             comment_text(p["description"].get<std::string>()));
+  }
+  std::cout << "Strategies: ddp, fsdp, zero1, zero2 (--strategy). Details: hpclaunch presets show NAME\n";
+  return 0;
+}
+
+int list_clusters(const Catalog& catalog, bool as_json) {
+  json all = json::array();
+  for (const auto& name : catalog.names(PresetKind::Cluster)) {
+    LoadedPreset p = catalog.load(PresetKind::Cluster, name);
+    const json& c = p.content;
+    all.push_back({{"name", name},
+                   {"gpu_request", str_or(c, "gpu_request")},
+                   {"max_gpus_per_node", int_or(c, "max_gpus_per_node", 0)},
+                   {"ib_suffix", str_or(c, "ib_suffix")},
+                   {"description", str_or(c, "description")},
+                   {"file", p.files.back()}});
+  }
+  if (as_json) {
+    std::cout << all.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("{:<14} {:<14} {:>8} {:>9}  {}\n", "CLUSTER", "GPU REQUEST",
+                           "MAX GPUS", "IB SUFFIX", "DESCRIPTION");
+  for (const auto& c : all) {
+    std::string req = c["gpu_request"].get<std::string>();
+    std::cout << fmt::format("{:<14} {:<14} {:>8} {:>9}  {}\n", c["name"].get<std::string>(),
+                             req.empty() ? "gpus-per-node" : req,
+                             c["max_gpus_per_node"].get<int>(),
+                             comment_text(c["ib_suffix"].get<std::string>()),
+                             comment_text(c["description"].get<std::string>()));
+  }
+  return 0;
+}
+
+int show_preset(const Catalog& catalog, PresetKind kind, const std::string& name, bool as_json) {
+  LoadedPreset p = catalog.load(kind, name);
+  if (as_json) {
+    std::cout << json{{"name", name}, {"content", p.content}, {"files", p.files}}.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "# " << kind_noun(kind) << " " << name << " from";
+  for (const auto& f : p.files) std::cout << " " << f;
+  std::cout << "\n" << p.content.dump(2) << "\n";
+  return 0;
+}
+
+// Runs `argv` with the script on stdin or as a file; returns (exit status, combined output).
+std::pair<int, std::string> run_checker(const std::vector<std::string>& argv) {
+  std::string cmd;
+  for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
+  cmd += " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return {-1, "cannot run " + argv.front()};
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  int status = pclose(pipe);
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  return {code, out};
+}
+
+bool have_program(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (!path) return false;
+  std::string all = path;
+  for (size_t start = 0;;) {
+    size_t colon = all.find(':', start);
+    fs::path candidate = fs::path(all.substr(start, colon - start)) / name;
+    if (access(candidate.c_str(), X_OK) == 0) return true;
+    if (colon == std::string::npos) return false;
+    start = colon + 1;
+  }
+}
+
+std::string first_line(const std::string& text) {
+  auto nl = text.find('\n');
+  return comment_text(text.substr(0, nl));
+}
+
+// bash -n and shellcheck on a script file. Throws UserError on findings.
+std::vector<std::string> check_script(const fs::path& script, const std::string& blame) {
+  std::vector<std::string> done;
+  auto [bash_status, bash_out] = run_checker({"bash", "-n", script.string()});
+  if (bash_status != 0) {
+    throw UserError(blame, "bash -n rejects the script: " + first_line(bash_out),
+                    "fix the template or the value it names");
+  }
+  done.push_back("bash -n");
+  if (have_program("shellcheck")) {
+    auto [sc_status, sc_out] = run_checker({"shellcheck", "-f", "gcc", script.string()});
+    if (sc_status != 0) {
+      throw UserError(blame, "shellcheck finds problems: " + first_line(sc_out),
+                      "run shellcheck on the script for the full list and fix the template");
+    }
+    done.push_back("shellcheck");
+  } else {
+    done.push_back("shellcheck skipped (not installed)");
+  }
+  return done;
+}
+
+struct Rendered {
+  Spec spec;
+  std::string script;
+  std::string template_origin;
+};
+
+Rendered render_selection(const SelectionFlags& flags,
+                          const std::optional<std::vector<std::string>>& trainer_args,
+                          const std::vector<std::string>& command) {
+  Catalog catalog = Catalog::from_environment();
+  Rendered r;
+  r.spec = resolve_spec(catalog, flags.request(trainer_args));
+  fs::path tmpl = flags.template_file.empty() ? catalog.default_template() : fs::path(flags.template_file);
+  ScriptTemplate t = ScriptTemplate::from_file(tmpl);
+  r.template_origin = t.origin();
+  r.script = t.render(r.spec, RenderContext{HPC_VERSION, command});
+  return r;
+}
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& raw_args) {
+  // Everything after the first bare "--" goes to hpctrain untouched.
+  std::vector<std::string> args;
+  std::optional<std::vector<std::string>> trainer_args;
+  for (size_t i = 0; i < raw_args.size(); ++i) {
+    if (i > 0 && raw_args[i] == "--" && !trainer_args) {
+      trainer_args.emplace(raw_args.begin() + static_cast<long>(i) + 1, raw_args.end());
+      break;
+    }
+    args.push_back(raw_args[i]);
+  }
+  // The header records how the script was made, without the build directory's path.
+  std::vector<std::string> command = raw_args;
+  if (!command.empty()) command[0] = "hpclaunch";
+
+  CLI::App app{"hpclaunch: declarative presets and cluster profiles -> reviewed sbatch scripts",
+               "hpclaunch"};
+  app.footer(kExamples);
+  app.set_version_flag("--version", std::string("hpclaunch ") + HPC_VERSION);
+  app.require_subcommand(1);
+
+  bool as_json = false;
+  std::string name;
+
+  auto* presets = app.add_subcommand("presets", "list or show shape presets (nodes x GPUs)");
+  presets->require_subcommand(0, 1);
+  auto* presets_list = presets->add_subcommand("list", "list presets (the default)");
+  auto* presets_show = presets->add_subcommand("show", "show one preset, resolved");
+  presets_show->add_option("NAME", name, "preset name")->required();
+  for (auto* c : {presets, presets_list, presets_show}) c->add_flag("--json", as_json, "JSON output");
+
+  auto* clusters = app.add_subcommand("clusters", "list or show cluster profiles");
+  clusters->require_subcommand(0, 1);
+  auto* clusters_list = clusters->add_subcommand("list", "list cluster profiles (the default)");
+  auto* clusters_show = clusters->add_subcommand("show", "show one cluster profile, resolved");
+  clusters_show->add_option("NAME", name, "cluster name")->required();
+  for (auto* c : {clusters, clusters_list, clusters_show}) c->add_flag("--json", as_json, "JSON output");
+
+  SelectionFlags render_flags;
+  std::string output, spec_out;
+  auto* render = app.add_subcommand(
+      "render", "print or write the batch script; arguments after -- go to hpctrain");
+  render_flags.add_to(render);
+  render->add_option("-o,--output", output, "write the script here (atomically) instead of stdout");
+  render->add_option("--spec-out", spec_out, "also write the resolved spec (JSON) here");
+  render->footer(
+      "Example: hpclaunch render --preset 1n2g --strategy ddp -o job.sbatch -- --model tiny "
+      "--max-steps 5");
+
+  SelectionFlags validate_flags;
+  std::string script_file;
+  auto* validate = app.add_subcommand(
+      "validate", "check the merged spec and the rendered script (bash -n, shellcheck)");
+  validate_flags.add_to(validate);
+  validate->add_option("--script", script_file, "check this script file instead of rendering one");
+  validate->add_flag("--json", as_json, "print the resolved spec as JSON");
+
+  auto* hostlist = app.add_subcommand("hostlist", "expand or compress Slurm host lists");
+  hostlist->require_subcommand(1);
+  std::string expr;
+  std::vector<std::string> hosts;
+  auto* expand = hostlist->add_subcommand("expand", "one host per line, like scontrol show hostnames");
+  expand->add_option("EXPR", expr, "host list, e.g. 'node[01-03,7]'")->required();
+  expand->add_flag("--json", as_json, "JSON array");
+  auto* compress = hostlist->add_subcommand("compress", "hosts -> compact expression");
+  compress->add_option("HOST", hosts, "host names (in order)")->required();
+
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "hpclaunch: error: " << first_line(e.what())
+              << "; see hpclaunch --help" << std::endl;
+    return kExitUsage;
+  }
+  if (trainer_args && !render->parsed()) {
+    std::cerr << "hpclaunch: error: arguments after -- are for hpctrain and only go with render"
+              << std::endl;
+    return kExitUsage;
+  }
+
+  try {
+    if (presets->parsed()) {
+      Catalog catalog = Catalog::from_environment();
+      if (presets_show->parsed()) return show_preset(catalog, PresetKind::Shape, name, as_json);
+      return list_presets(catalog, as_json);
+    }
+    if (clusters->parsed()) {
+      Catalog catalog = Catalog::from_environment();
+      if (clusters_show->parsed()) return show_preset(catalog, PresetKind::Cluster, name, as_json);
+      return list_clusters(catalog, as_json);
+    }
+    if (render->parsed()) {
+      Rendered r = render_selection(render_flags, trainer_args, command);
+      // Check both destinations before writing either, so a bad path leaves nothing behind.
+      for (const auto& path : {output, spec_out}) {
+        if (path.empty()) continue;
+        fs::path parent = fs::path(path).parent_path();
+        std::error_code ec;
+        if (!parent.empty() && !fs::is_directory(parent, ec)) {
+          throw UserError(path, "cannot write output: directory " + parent.string() +
+                                    " does not exist",
+                          "create it first");
+        }
+      }
+      if (!spec_out.empty()) write_file_atomically(spec_out, r.spec.canonical_json());
+      if (output.empty()) {
+        std::cout << r.script;
+      } else {
+        write_file_atomically(output, r.script, 0755);
+        std::cerr << "hpclaunch: wrote " << output << " (" << r.spec.preset << " on "
+                  << r.spec.cluster << ", " << r.spec.world_size() << " ranks, "
+                  << r.spec.strategy << ")\n";
+      }
+      return 0;
+    }
+    if (validate->parsed()) {
+      if (!script_file.empty()) {
+        std::error_code ec;
+        if (!fs::is_regular_file(script_file, ec)) {
+          throw UserError(script_file, "no such script file", "check the path");
+        }
+        auto checks = check_script(script_file, script_file);
+        std::cout << "ok: " << script_file;
+        for (const auto& c : checks) std::cout << ", " << c;
+        std::cout << "\n";
+        return 0;
+      }
+      Rendered r = render_selection(validate_flags, std::nullopt, command);
+      char tmpl[] = "/tmp/hpclaunch-validate-XXXXXX";
+      int fd = mkstemp(tmpl);
+      if (fd < 0) throw std::runtime_error("cannot create a temp file in /tmp");
+      close(fd);
+      std::vector<std::string> checks;
+      try {
+        write_file_atomically(tmpl, r.script, 0600);
+        checks = check_script(tmpl, r.template_origin);
+      } catch (...) {
+        unlink(tmpl);
+        throw;
+      }
+      unlink(tmpl);
+      if (as_json) {
+        std::cout << json{{"spec", r.spec.resolved}, {"sources", r.spec.sources},
+                          {"files", r.spec.files}, {"hash", r.spec.hash()}}
+                         .dump(2)
+                  << "\n";
+        return 0;
+      }
+      std::cout << fmt::format("ok: preset {} on cluster {}, strategy {}: {} node(s) x {} GPU(s) = {} ranks\n",
+                               r.spec.preset, r.spec.cluster, r.spec.strategy, r.spec.shape.nodes,
+                               r.spec.shape.gpus_per_node, r.spec.world_size());
+      std::cout << "spec sha256 " << r.spec.hash() << " from:";
+      for (const auto& f : r.spec.files) std::cout << " " << f;
+      std::cout << "\nscript: " << r.template_origin;
+      for (const auto& c : checks) std::cout << ", " << c;
+      std::cout << " clean\n";
+      return 0;
+    }
+    if (expand->parsed()) {
+      auto list = HostList::expand(expr);
+      if (as_json) {
+        std::cout << json(list).dump() << "\n";
+      } else {
+        for (const auto& h : list) std::cout << h << "\n";
+      }
+      return 0;
+    }
+    if (compress->parsed()) {
+      std::cout << HostList::compress(hosts) << "\n";
+      return 0;
+    }
+  } catch (const UserError& e) {
+    std::cerr << "hpclaunch: error: " << first_line(e.what()) << std::endl;
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "hpclaunch: internal error: " << first_line(e.what())
+              << " (please report it)" << std::endl;
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace hpc

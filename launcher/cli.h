@@ -1,0 +1,12 @@
+// The hpclaunch command line (CLI11). Kept out of main.cc so tests and benchmarks can call it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace hpc {
+
+// Runs one hpclaunch invocation; returns the exit status (0 ok, 2 bad input, 1 internal error).
+int run_cli(const std::vector<std::string>& args);
+
+}  // namespace hpc
