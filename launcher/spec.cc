@@ -28,7 +28,11 @@ class SpecReader {
     auto it = sources_.find(path);
     return it == sources_.end() ? kDefaultsOrigin : it->second;
   }
-  std::string where(const std::string& path) const { return origin(path) + ": " + path; }
+  std::string where(const std::string& path) const {
+    std::string from = origin(path);
+    if (from == "command line") return "--" + path;  // --preset, --cluster, --strategy
+    return from + ": " + path;
+  }
 
   const json* find(const std::string& path) const {
     const json* node = &doc_;
@@ -170,7 +174,7 @@ void read_profile(const SpecReader& r, const json& doc, ClusterProfile& p) {
     }
     if (r.string("profile." + key).empty()) {
       throw UserError("profile." + key,
-                      "cluster \"" + r.string("cluster") + "\" needs a " + key + " (" +
+                      "cluster \"" + r.string("cluster") + "\" requires a value here (profile.required in " +
                           r.origin("profile.required") + ")",
                       "add {\"profile\": {\"" + key + "\": \"...\"}} to hpclaunch.json or pass --set profile." +
                           key + "=...");
@@ -409,9 +413,6 @@ Spec resolve_spec(const Catalog& catalog, const SpecRequest& request) {
                     "unknown strategy \"" + comment_text(spec.strategy) + "\"",
                     suggest_fix(spec.strategy, strategies, "strategies"));
   }
-  auto prefix_where = [&](const std::string& key) {
-    return name_reader.origin(key) == "command line" ? "--" + key : name_reader.where(key);
-  };
   LoadedPreset shape, cluster;
   try {
     shape = catalog.load(PresetKind::Shape, spec.preset);
@@ -420,7 +421,7 @@ Spec resolve_spec(const Catalog& catalog, const SpecRequest& request) {
     std::string msg = e.what();
     if (msg.rfind("no ", 0) == 0) {
       bool is_shape = msg.rfind("no preset", 0) == 0;
-      throw UserError(prefix_where(is_shape ? "preset" : "cluster") + ": " + msg);
+      throw UserError(name_reader.where(is_shape ? "preset" : "cluster") + ": " + msg);
     }
     throw;
   }
