@@ -41,6 +41,13 @@ bool is_file(const fs::path& p) {
   return fs::is_regular_file(p, ec);
 }
 
+// How a file is named in messages and sources: built-in files relative to the data directory
+// ("presets/clusters/jsc.json", the same on every machine), user files by their full path.
+std::string display_name(const SearchDir& dir, const fs::path& file) {
+  if (dir.label != "built-in") return file.string();
+  return file.lexically_relative(dir.presets.parent_path()).string();
+}
+
 fs::path executable_path() {
   std::error_code ec;
   fs::path p = fs::read_symlink("/proc/self/exe", ec);
@@ -152,7 +159,7 @@ bool Catalog::has(PresetKind kind, const std::string& name) const {
 }
 
 void Catalog::load_into(PresetKind kind, const std::string& name, size_t below, LoadedPreset& out,
-                        int depth) const {
+                        std::vector<std::string>& chain) const {
   auto index = find(kind, name, below);
   if (!index) {
     throw UserError("", std::string("no ") + kind_noun(kind) + " named \"" + name + "\"",
@@ -161,42 +168,42 @@ void Catalog::load_into(PresetKind kind, const std::string& name, size_t below, 
                                                    : " (hpclaunch clusters list)"));
   }
   fs::path file = kind_file(dirs_[*index], kind, name);
-  if (depth > 16) {
-    throw UserError(file.string() + ": extends", "chain of more than 16 files (a cycle?)",
-                    "make \"extends\" name a base that does not extend this file");
+  std::string shown = display_name(dirs_[*index], file);
+  for (const auto& f : chain) {
+    if (f == shown) {
+      std::string cycle;
+      for (const auto& c : chain) cycle += c + " -> ";
+      throw UserError(chain.back() + ": extends", "cycle: " + cycle + shown,
+                      "make \"extends\" name a base that does not extend this file");
+    }
   }
-  nlohmann::json content = read_json_file(file);
+  chain.push_back(shown);
+  nlohmann::json content = read_json_file(file);  // parse errors name the full path
   check_json(content, kind == PresetKind::Shape ? shape_file_schema() : cluster_file_schema(),
-             file.string());
+             shown);
   if (content.contains("extends") && content["extends"].is_string()) {
     std::string base = content["extends"].get<std::string>();
-    check_preset_name(kind, base, file.string() + ": extends");
+    check_preset_name(kind, base, shown + ": extends");
     // A file extending its own name builds on the lower-priority file of that name (a user's
     // jsc.json that tweaks the built-in jsc); any other name is looked up everywhere.
     size_t base_below = base == name ? *index : dirs_.size();
     if (base == name && !find(kind, base, base_below)) {
-      throw UserError(file.string() + ": extends",
+      throw UserError(shown + ": extends",
                       std::string("no lower-priority ") + kind_noun(kind) + " named \"" + base +
                           "\" to extend",
                       "remove \"extends\" or name another " + std::string(kind_noun(kind)));
     }
-    for (const auto& f : out.files) {
-      if (f == file.string()) {
-        throw UserError(file.string() + ": extends", "cycle through " + f,
-                        "make \"extends\" name a base that does not extend this file");
-      }
-    }
     try {
-      load_into(kind, base, base_below, out, depth + 1);
+      load_into(kind, base, base_below, out, chain);
     } catch (const UserError& e) {
       std::string msg = e.what();
-      if (msg.rfind("no ", 0) == 0) throw UserError(file.string() + ": extends: " + msg);
+      if (msg.rfind("no ", 0) == 0) throw UserError(shown + ": extends: " + msg);
       throw;
     }
     content.erase("extends");
   }
-  merge_layer(out.content, content, file.string(), out.sources);
-  out.files.push_back(file.string());
+  merge_layer(out.content, content, shown, out.sources);
+  out.files.push_back(shown);
 }
 
 LoadedPreset Catalog::load(PresetKind kind, const std::string& name) const {
@@ -204,7 +211,8 @@ LoadedPreset Catalog::load(PresetKind kind, const std::string& name) const {
   LoadedPreset out;
   out.name = name;
   out.content = nlohmann::json::object();
-  load_into(kind, name, dirs_.size(), out, 0);
+  std::vector<std::string> chain;
+  load_into(kind, name, dirs_.size(), out, chain);
   return out;
 }
 
@@ -214,8 +222,9 @@ std::vector<std::pair<nlohmann::json, std::string>> Catalog::defaults() const {
     fs::path file = dir.presets / "defaults.json";
     if (!is_file(file)) continue;
     nlohmann::json content = read_json_file(file);
-    check_json(content, spec_schema(), file.string());
-    layers.emplace_back(std::move(content), file.string());
+    std::string shown = display_name(dir, file);
+    check_json(content, spec_schema(), shown);
+    layers.emplace_back(std::move(content), shown);
   }
   return layers;
 }

@@ -58,8 +58,9 @@ class Catalog {
 
  private:
   std::optional<size_t> find(PresetKind kind, const std::string& name, size_t below) const;
+  // chain: the files of the `extends` chain being loaded, to report cycles.
   void load_into(PresetKind kind, const std::string& name, size_t below, LoadedPreset& out,
-                 int depth) const;
+                 std::vector<std::string>& chain) const;
 
   std::vector<SearchDir> dirs_;
 };

@@ -189,3 +189,20 @@ TEST_CASE("spec: --set values are typed by the schema", "[spec]") {
   CHECK_THROWS_AS(hpc::parse_set_assignment("shape.nodes"), UserError);
   CHECK_THROWS_AS(hpc::parse_set_assignment("trainer.args=--x"), UserError);
 }
+
+TEST_CASE("spec: an extends cycle is reported with its files", "[spec]") {
+  SpecFixture f;
+  f.write("user/clusters/a.json", R"({"extends": "b"})");
+  f.write("user/clusters/b.json", R"({"extends": "a"})");
+  CHECK_THROWS_WITH(f.resolve(ask("1n1g", "a")),
+                    Catch::Contains("cycle: ") && Catch::Contains("a.json -> ") &&
+                        Catch::Contains("b.json -> "));
+}
+
+TEST_CASE("spec: built-in files are named relative to the data directory", "[spec]") {
+  SpecFixture f;
+  auto spec = f.resolve(ask("1n1g", "daic"));
+  CHECK(spec.sources.at("shape.nodes") == "presets/shapes/1n1g.json");
+  CHECK(spec.sources.at("profile.gpu_request") == "presets/clusters/daic.json");
+  CHECK(spec.sources.at("job.srun_wait") == "presets/defaults.json");
+}
