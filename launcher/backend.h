@@ -1,0 +1,86 @@
+// Where jobs go: one interface, three backends (slurm on this machine, ssh to a login node,
+// local without Slurm). The pipeline is spec -> script -> Backend::submit -> follow.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <utility>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hpc {
+
+// A job's state as Slurm names it (JobState=), plus what follow needs to show and decide.
+struct JobStatus {
+  std::string id;
+  std::string state = "UNKNOWN";  // PENDING RUNNING COMPLETING COMPLETED FAILED TIMEOUT CANCELLED
+                                  // NODE_FAIL PREEMPTED REQUEUED OUT_OF_MEMORY ... or UNKNOWN
+  std::string reason;             // Slurm's Reason= (Priority, Resources, ...), "" for None
+  std::string nodes;              // NodeList= (a host list expression), "" before it runs
+  long elapsed_seconds = -1;      // RunTime=
+  int exit_code = -1;             // ExitCode=3:0 -> 3; -1 while unknown
+  int exit_signal = 0;            // ExitCode=0:15 -> 15
+  int restarts = 0;               // Restarts= (requeues)
+  std::string stdout_path;        // StdOut=, patterns expanded
+  std::string stderr_path;        // StdErr=
+  std::string detail;             // extra words for the user (who cancelled it, when)
+  bool found = true;              // false: the controller no longer knows the job
+
+  // A state the job does not leave (REQUEUED jobs come back as PENDING).
+  bool terminal() const;
+};
+
+// Slurm's JobState words that end a job.
+bool is_terminal_state(const std::string& state);
+
+struct LogChunk {
+  bool exists = false;       // the file is there (a pending job has no log yet)
+  std::string data;          // bytes from the requested offset
+  uint64_t next_offset = 0;  // where to read next time
+};
+
+struct SubmitRequest {
+  std::string script;     // the batch script's full text
+  std::string job_name;   // names the run directory: <runs_root>/<job_name>-<job id>/
+  std::string runs_root;  // absolute; on the backend's host (remote for ssh)
+  std::string workdir;    // the job's working directory (absolute); "" = the backend's default
+  std::string output;     // the spec's job.output pattern; a relative one lands in the run dir
+  std::string error;      // the spec's job.error pattern, "" = together with output
+  // Files written into the run directory beside script.sbatch (name -> content): spec.json.
+  std::vector<std::pair<std::string, std::string>> files;
+};
+
+struct SubmitResult {
+  std::string job_id;
+  std::string run_dir;         // <runs_root>/<job_name>-<job_id>, on the backend's host
+  std::string submit_command;  // what was run, for the run record
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string kind() const = 0;  // "slurm", "ssh", "local"
+  virtual std::string host() const = 0;  // where jobs are submitted ("localhost", "user@login")
+
+  // Submits the script so that its run directory exists, holding script.sbatch and the
+  // request's files, before the job can start (Slurm: sbatch --hold, mkdir, scontrol release).
+  // Submits at most once: a failure after the job id is known cancels that job. Throws
+  // BackendError with one line saying what failed and what to do.
+  virtual SubmitResult submit(const SubmitRequest& request) = 0;
+  virtual JobStatus status(const std::string& job_id) = 0;
+  // Reads a log file (a path on the backend's host) from `offset`, at most `max_bytes`.
+  virtual LogChunk read_log(const std::string& path, uint64_t offset,
+                            size_t max_bytes = 1 << 20) = 0;
+  virtual void cancel(const std::string& job_id) = 0;
+};
+
+// A backend operation that failed after retries: the cluster is unreachable, sbatch refused
+// the job, ... The message is one line saying what happened and what to do.
+class BackendError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace hpc

@@ -1,0 +1,173 @@
+#include "subprocess.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace hpc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> merged_environment(const std::vector<std::string>& extra) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    env[kv.substr(0, kv.find('='))] = kv;
+  }
+  for (const auto& kv : extra) env[kv.substr(0, kv.find('='))] = kv;
+  std::vector<std::string> out;
+  for (auto& [k, v] : env) out.push_back(std::move(v));
+  return out;
+}
+
+std::string first_line(const std::string& s) {
+  size_t start = s.find_first_not_of(" \n");
+  if (start == std::string::npos) return "";
+  size_t end = s.find('\n', start);
+  return s.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+}  // namespace
+
+std::string CommandResult::summary(const std::string& program) const {
+  if (!spawn_error.empty()) return program + ": " + spawn_error;
+  std::string how = timed_out       ? "timed out"
+                    : term_signal   ? "was killed by signal " + std::to_string(term_signal)
+                                    : "exited with " + std::to_string(exit_code);
+  std::string detail = first_line(err);
+  if (detail.empty()) detail = first_line(out);
+  return program + " " + how + (detail.empty() ? "" : ": " + detail);
+}
+
+bool program_on_path(const std::string& program) {
+  if (program.find('/') != std::string::npos) return access(program.c_str(), X_OK) == 0;
+  const char* path = std::getenv("PATH");
+  std::string all = path ? path : "/usr/bin:/bin";
+  for (size_t start = 0;;) {
+    size_t colon = all.find(':', start);
+    std::string dir = all.substr(start, colon - start);
+    if (!dir.empty() && access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+    if (colon == std::string::npos) return false;
+    start = colon + 1;
+  }
+}
+
+CommandResult run_command(const std::vector<std::string>& argv, const CommandOptions& options) {
+  if (argv.empty()) throw std::invalid_argument("run_command: empty argv");
+  CommandResult result;
+  int in_pipe[2], out_pipe[2], err_pipe[2];
+  if (pipe2(in_pipe, O_CLOEXEC) || pipe2(out_pipe, O_CLOEXEC) || pipe2(err_pipe, O_CLOEXEC)) {
+    result.spawn_error = std::string("pipe: ") + std::strerror(errno);
+    return result;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+  if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, options.cwd.c_str());
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // Own process group, so a timeout can kill everything the command started.
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+
+  std::vector<std::string> env = merged_environment(options.env);
+  std::vector<char*> cargv, cenv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  for (const auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
+  cenv.push_back(nullptr);
+
+  pid_t pid = -1;
+  int rc = posix_spawnp(&pid, argv[0].c_str(), &actions, &attr, cargv.data(), cenv.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  close(in_pipe[0]);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  if (rc != 0) {
+    result.spawn_error = std::strerror(rc);
+    close(in_pipe[1]);
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    return result;
+  }
+
+  std::string input = options.stdin_data.value_or("");
+  size_t written = 0;
+  int in_fd = in_pipe[1];
+  if (input.empty()) {
+    close(in_fd);
+    in_fd = -1;
+  } else {
+    fcntl(in_fd, F_SETFL, O_NONBLOCK);
+  }
+  int fds[2] = {out_pipe[0], err_pipe[0]};
+  std::string* sinks[2] = {&result.out, &result.err};
+  auto deadline = Clock::now() + options.timeout;
+  bool open[2] = {true, true};
+  sighandler_t old_pipe = signal(SIGPIPE, SIG_IGN);
+  while (open[0] || open[1] || in_fd >= 0) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      result.timed_out = true;
+      kill(-pid, SIGKILL);
+      break;
+    }
+    pollfd p[3];
+    int n = 0;
+    int index_of[3];
+    for (int i = 0; i < 2; ++i)
+      if (open[i]) { p[n] = {fds[i], POLLIN, 0}; index_of[n++] = i; }
+    if (in_fd >= 0) { p[n] = {in_fd, POLLOUT, 0}; index_of[n++] = 2; }
+    int ready = poll(p, n, static_cast<int>(std::min<long long>(left.count(), 1000)));
+    if (ready < 0 && errno != EINTR) break;
+    for (int k = 0; k < n && ready > 0; ++k) {
+      if (!p[k].revents) continue;
+      int i = index_of[k];
+      if (i == 2) {
+        ssize_t w = write(in_fd, input.data() + written, input.size() - written);
+        if (w > 0) written += static_cast<size_t>(w);
+        if (w < 0 && errno != EAGAIN) written = input.size();
+        if (written >= input.size()) { close(in_fd); in_fd = -1; }
+        continue;
+      }
+      char buf[65536];
+      ssize_t r = read(fds[i], buf, sizeof buf);
+      if (r > 0) sinks[i]->append(buf, static_cast<size_t>(r));
+      else if (r == 0 || (errno != EINTR && errno != EAGAIN)) open[i] = false;
+    }
+  }
+  signal(SIGPIPE, old_pipe);
+  if (in_fd >= 0) close(in_fd);
+  close(fds[0]);
+  close(fds[1]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
+  return result;
+}
+
+}  // namespace hpc

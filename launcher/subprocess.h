@@ -1,0 +1,37 @@
+// Running the cluster's commands (sbatch, scontrol, scancel, sacct) from the launcher: argv
+// vectors, never a shell, both pipes drained, a timeout that kills the whole process group.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hpc {
+
+struct CommandOptions {
+  std::optional<std::string> stdin_data;  // else /dev/null
+  std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+  std::vector<std::string> env;  // "NAME=value", added to or replacing our environment
+  std::string cwd;               // empty: ours
+};
+
+struct CommandResult {
+  int exit_code = -1;         // exit status if it exited, else -1
+  int term_signal = 0;        // signal that ended it, else 0
+  bool timed_out = false;
+  std::string spawn_error;    // set when it could not start (e.g. "sbatch: not found")
+  std::string out, err;
+
+  bool ok() const { return spawn_error.empty() && !timed_out && exit_code == 0; }
+  // "sbatch exited with 1: sbatch: error: Batch job submission failed: ..." (one line).
+  std::string summary(const std::string& program) const;
+};
+
+// Runs argv[0] (looked up in PATH) and waits for it. Never throws for a failing program.
+CommandResult run_command(const std::vector<std::string>& argv, const CommandOptions& options = {});
+
+// Whether `program` is an executable somewhere on PATH.
+bool program_on_path(const std::string& program);
+
+}  // namespace hpc
