@@ -308,7 +308,20 @@ cmd_up() {
     if slurmd_pid "$(node_name "$i")" >/dev/null; then any_running=1; fi
   done
   if ((any_running)) && [[ -r $D/cluster.env ]] && [[ $(<"$D/cluster.env") != "$(cluster_env)" ]]; then
-    die "a cluster with other settings runs in $D ($(tr '\n' ' ' <"$D/cluster.env")); run: $0 down --dir $D"
+    die "a cluster with other settings runs in $D ($(paste -sd' ' "$D/cluster.env")); run: $0 down --dir $D"
+  fi
+  # Ports first, before anything starts: a clash then leaves nothing behind.
+  if ! slurmctld_pid >/dev/null && port_in_use "$port_base"; then
+    die "port $port_base (slurmctld) is in use; another cluster? pick other ports with --port-base"
+  fi
+  for ((i = 1; i <= nodes; i++)); do
+    name=$(node_name "$i")
+    if ! slurmd_pid "$name" >/dev/null && port_in_use $((port_base + i)); then
+      die "port $((port_base + i)) ($name) is in use; pick other ports with --port-base"
+    fi
+  done
+  if ! sshd_pid >/dev/null && port_in_use "$ssh_port"; then
+    die "port $ssh_port (sshd) is in use; pick another with --ssh-port"
   fi
 
   mkdir -p "$D"/{etc,munge,ssh,dev,log,run,state,spool}
@@ -338,7 +351,6 @@ cmd_up() {
 
   # slurmctld: a fresh start forgets earlier jobs, so job ids and queues start empty.
   if ! slurmctld_pid >/dev/null; then
-    port_in_use "$port_base" && die "port $port_base (slurmctld) is in use; another cluster? try --port-base"
     rm -rf "${D:?}/state" && mkdir -p "$D/state"
     [[ ! -e $D/log/slurmctld.log ]] || mv -f "$D/log/slurmctld.log" "$D/log/slurmctld.log.prev"
     "$SLURM_SBIN/slurmctld" -f "$conf"
@@ -348,7 +360,6 @@ cmd_up() {
   for ((i = 1; i <= nodes; i++)); do
     name=$(node_name "$i")
     slurmd_pid "$name" >/dev/null && continue
-    port_in_use $((port_base + i)) && die "port $((port_base + i)) ($name) is in use; try --port-base"
     # shellcheck disable=SC2016  # $1/$2 expand in the inner shell
     unshare --uts -- /bin/sh -c 'hostname "$1" && exec "$3/slurmd" -f "$2" -N "$1"' \
       sh "$name" "$conf" "$SLURM_SBIN"
@@ -368,7 +379,6 @@ cmd_up() {
   write_file "$s/sshd_config" "$(sshd_conf)" 0600 || sshd_changed=1
   if ((sshd_changed)) && pid=$(sshd_pid); then stop_pids 5 "$pid"; fi
   if ! sshd_pid >/dev/null; then
-    port_in_use "$ssh_port" && die "port $ssh_port (sshd) is in use; try --ssh-port"
     mkdir -p /run/sshd # privilege separation directory; nothing creates it without systemd
     # In a UTS namespace of its own, like slurmd, so that `down` finds its sessions' processes.
     unshare --uts -- /usr/sbin/sshd -f "$s/sshd_config" -E "$D/log/sshd.log"
