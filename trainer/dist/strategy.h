@@ -1,0 +1,61 @@
+// How gradients meet across ranks. The training loop talks only to this interface; the model
+// knows nothing of it (torchtitan's "parallelism applied from outside"). A strategy for FSDP/ZeRO
+// implements the same verbs.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "dist/rendezvous.h"
+
+namespace hpc::train::dist {
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual const char* name() const = 0;
+  virtual int rank() const = 0;
+  virtual int world() const = 0;
+  // Once, before training, with the model's parameters in registration order: DDP makes every
+  // rank start from rank 0's values and hooks the gradients.
+  virtual void attach(const std::vector<at::Tensor>& params) = 0;
+  // Whether the next backward pass should reduce gradients: true only on the last micro-step of
+  // gradient accumulation.
+  virtual void set_gradient_sync(bool sync) = 0;
+  // After the last backward of a step: when it returns, every gradient is the mean over ranks.
+  virtual void finish_gradients() = 0;
+  // Mean of a scalar over ranks (losses for the log and the validation loss).
+  virtual double mean_over_ranks(double value) = 0;
+  virtual void barrier() = 0;
+};
+
+// A world of one: nothing to reduce.
+class SingleProcess final : public Strategy {
+ public:
+  const char* name() const override { return "none"; }
+  int rank() const override { return 0; }
+  int world() const override { return 1; }
+  void attach(const std::vector<at::Tensor>&) override {}
+  void set_gradient_sync(bool) override {}
+  void finish_gradients() override {}
+  double mean_over_ranks(double v) override { return v; }
+  void barrier() override {}
+};
+
+struct StrategyOptions {
+  std::string name = "none";  // none, ddp
+  double timeout_s = 300;     // collectives and the rendezvous give up after this long
+  double bucket_cap_mb = 25;
+  double first_bucket_mb = 1;
+  std::string device = "cpu";  // "cpu" or "cuda:N": selects Gloo or NCCL
+};
+
+// Connects to the other ranks (TCPStore at the rendezvous' master, then the process group) and
+// returns the strategy; "none" with a world of one returns SingleProcess. Throws UserError for an
+// unknown name or a world > 1 without a distributed strategy.
+std::unique_ptr<Strategy> make_strategy(const StrategyOptions& options, const Rendezvous& rdv);
+
+}  // namespace hpc::train::dist

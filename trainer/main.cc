@@ -1,0 +1,157 @@
+// hpctrain: GPT-2 training in C++ (LibTorch) — the binary hpclaunch's batch scripts start.
+//   hpctrain train  --data PATH --max-steps N [--model NAME | shape flags] [--strategy ddp] ...
+//   hpctrain eval   --init-from DIR --data FILE --seq-len T --batches N
+//   hpctrain export --to DIR [--from CHECKPOINT | --model NAME --seed S]
+// Bad input: one line on stderr, exit status 2.
+#include <cstdio>
+#include <limits>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
+
+#include "config.h"
+#include "error.h"
+#include "train.h"
+
+namespace {
+
+using hpc::train::ModelOptions;
+using hpc::train::RuntimeOptions;
+
+constexpr int64_t kUnset = std::numeric_limits<int64_t>::min();
+
+// Shape flags left unset take the named config's value.
+struct ShapeFlags {
+  int64_t n_layer = kUnset, n_head = kUnset, n_embd = kUnset, block_size = kUnset,
+          vocab_size = kUnset;
+  void apply(ModelOptions& m) const {
+    if (n_layer != kUnset) m.n_layer = n_layer;
+    if (n_head != kUnset) m.n_head = n_head;
+    if (n_embd != kUnset) m.n_embd = n_embd;
+    if (block_size != kUnset) m.block_size = block_size;
+    if (vocab_size != kUnset) m.vocab_size = vocab_size;
+  }
+};
+
+void add_model_flags(CLI::App* app, ModelOptions& m, ShapeFlags& s) {
+  app->add_option("--model", m.model, "named shape: gpt2, gpt2-medium, gpt2-large, gpt2-xl, mini, tiny")
+      ->capture_default_str();
+  app->add_option("--n-layer", s.n_layer, "override the number of blocks");
+  app->add_option("--n-head", s.n_head, "override the number of attention heads");
+  app->add_option("--n-embd", s.n_embd, "override the embedding width");
+  app->add_option("--block-size", s.block_size, "override the longest sequence (position table)");
+  app->add_option("--vocab-size", s.vocab_size, "override the vocabulary size");
+}
+
+void add_runtime_flags(CLI::App* app, RuntimeOptions& r) {
+  app->add_option("--device", r.device, "auto, cpu or cuda")->capture_default_str();
+  app->add_option("--threads", r.threads,
+                  "intra-op threads (default: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK)");
+  app->add_option("--head-chunk", r.head_chunk,
+                  "rows per chunk of the fused head + cross-entropy; 0 materialises all logits")
+      ->capture_default_str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"hpctrain: GPT-2 training with LibTorch (single process or DDP)"};
+  app.require_subcommand(1);
+  // A flag given twice takes its last value, so a script can append overrides to a preset line.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+
+  hpc::train::TrainOptions t;
+  ShapeFlags t_shape;
+  int64_t t_seq_len = kUnset, t_decay = kUnset;
+  auto* train = app.add_subcommand("train", "train a GPT-2");
+  add_model_flags(train, t.model, t_shape);
+  train->add_option("--init-from", t.model.init_from, "start from Hugging Face GPT-2 weights (DIR or .safetensors)");
+  train->add_option("--data", t.data, "token file, or directory of *train*/*val* shards")->required();
+  train->add_option("--val-data", t.val_data, "validation tokens (default: *val* shards of --data)");
+  train->add_option("--data-format", t.data_format, "auto, npy, llmc, u16 or text")->capture_default_str();
+  train->add_option("--total-batch-tokens", t.total_batch_tokens, "tokens per optimiser step, all ranks")->capture_default_str();
+  train->add_option("--micro-batch", t.micro_batch, "sequences per forward pass (B)")->capture_default_str();
+  train->add_option("--seq-len", t_seq_len, "tokens per sequence (T; default: the block size)");
+  train->add_option("--max-steps", t.max_steps, "optimiser steps")->required();
+  train->add_option("--max-lr", t.max_lr, "peak learning rate")->capture_default_str();
+  train->add_option("--min-lr-ratio", t.min_lr_ratio, "cosine floor as a fraction of --max-lr")->capture_default_str();
+  train->add_option("--warmup-steps", t.warmup_steps, "linear warm-up steps")->capture_default_str();
+  train->add_option("--decay-steps", t_decay, "step where the cosine reaches its floor (default: --max-steps)");
+  train->add_option("--weight-decay", t.weight_decay, "AdamW decay of 2+-dimensional tensors")->capture_default_str();
+  train->add_option("--beta1", t.beta1, "AdamW beta1")->capture_default_str();
+  train->add_option("--beta2", t.beta2, "AdamW beta2")->capture_default_str();
+  train->add_option("--eps", t.eps, "AdamW epsilon")->capture_default_str();
+  train->add_option("--grad-clip", t.grad_clip, "clip the global gradient norm to this")->capture_default_str();
+  train->add_option("--seed", t.seed, "initialisation seed: a run is deterministic for a seed")->capture_default_str();
+  train->add_option("--metrics", t.metrics, "JSON-lines metrics file (rank 0)");
+  train->add_option("--log-every", t.log_every, "print a step line every N steps")->capture_default_str();
+  train->add_option("--eval-every", t.eval_every, "validation loss every N steps (0: never)")->capture_default_str();
+  train->add_option("--val-batches", t.val_batches, "batches per validation")->capture_default_str();
+  train->add_option("--sample-every", t.sample_every, "print a text sample every N steps (0: never)")->capture_default_str();
+  train->add_option("--sample-tokens", t.sample_tokens, "tokens per sample")->capture_default_str();
+  train->add_option("--checkpoint-dir", t.checkpoint_dir, "where checkpoints go")->capture_default_str();
+  train->add_option("--checkpoint-every", t.checkpoint_every, "checkpoint every N steps (0: never)")->capture_default_str();
+  train->add_flag("--checkpoint-at-end", t.checkpoint_at_end, "also checkpoint after the last step");
+  train->add_option("--keep-checkpoints", t.keep_checkpoints, "keep the newest N checkpoints")->capture_default_str();
+  train->add_option("--resume", t.resume, "auto (newest in --checkpoint-dir, if any) or a checkpoint file");
+  train->add_option("--dump-grads", t.dump_grads, "write the first step's gradients to this .safetensors");
+  train->add_option("--peak-tflops", t.peak_tflops, "device peak for MFU (default: known GPUs)");
+  train->add_option("--strategy", t.strategy, "none or ddp")->capture_default_str();
+  train->add_option("--master-suffix", t.master_suffix, "appended to the first host of SLURM_JOB_NODELIST (JSC: i)");
+  train->add_option("--dist-timeout", t.dist_timeout_s, "seconds before a collective gives up")->capture_default_str();
+  train->add_option("--bucket-cap-mb", t.bucket_cap_mb, "DDP gradient bucket size (MiB)")->capture_default_str();
+  train->add_option("--first-bucket-mb", t.first_bucket_mb, "DDP first bucket size (MiB)")->capture_default_str();
+  add_runtime_flags(train, t.runtime);
+
+  hpc::train::EvalOptions e;
+  auto* eval = app.add_subcommand("eval", "mean cross-entropy of HF GPT-2 weights on a token file");
+  eval->add_option("--init-from", e.init_from, "HF GPT-2 weights (DIR or .safetensors)")->required();
+  eval->add_option("--data", e.data, "token file")->required();
+  eval->add_option("--data-format", e.data_format, "auto, npy, llmc, u16 or text")->capture_default_str();
+  eval->add_option("--seq-len", e.seq_len, "tokens per window (default: the block size)");
+  eval->add_option("--batches", e.batches, "windows from the start of the file")->capture_default_str();
+  add_runtime_flags(eval, e.runtime);
+
+  hpc::train::ExportOptions x;
+  ShapeFlags x_shape;
+  auto* exp = app.add_subcommand("export", "write HF GPT-2 weights (model.safetensors + config.json)");
+  exp->add_option("--to", x.to, "output directory")->required();
+  exp->add_option("--from", x.from, "hpctrain checkpoint (file or directory) or HF weights; default: a fresh init");
+  add_model_flags(exp, x.model, x_shape);
+  exp->add_option("--seed", x.seed, "seed of the fresh initialisation")->capture_default_str();
+  add_runtime_flags(exp, x.runtime);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& h) {
+    return app.exit(h);
+  } catch (const CLI::CallForAllHelp& h) {
+    return app.exit(h);
+  } catch (const CLI::ParseError& err) {
+    std::fprintf(stderr, "hpctrain: %s; see hpctrain %s--help\n", err.what(),
+                 app.get_subcommands().empty() ? "" : (app.get_subcommands()[0]->get_name() + " ").c_str());
+    return hpc::kExitUsage;
+  }
+
+  try {
+    if (*train) {
+      t_shape.apply(t.model);
+      if (t_seq_len != kUnset) t.seq_len = t_seq_len;
+      if (t_decay != kUnset) t.decay_steps = t_decay;
+      return hpc::train::run_train(t);
+    }
+    if (*eval) return hpc::train::run_eval(e);
+    x_shape.apply(x.model);
+    return hpc::train::run_export(x);
+  } catch (const hpc::UserError& err) {
+    std::fprintf(stderr, "hpctrain: %s\n", err.what());
+    return hpc::kExitUsage;
+  } catch (const c10::Error& err) {
+    std::fprintf(stderr, "hpctrain: error: %s\n", err.what_without_backtrace());
+    return 1;
+  } catch (const std::exception& err) {
+    std::fprintf(stderr, "hpctrain: error: %s\n", err.what());
+    return 1;
+  }
+}

@@ -1,0 +1,53 @@
+// What a training run reports: the rank-0 log line and the JSON-lines metrics file. No LibTorch.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace hpc::train {
+
+struct StepMetrics {
+  int64_t step = 0;
+  double loss = 0;       // mean over the step's tokens (all ranks)
+  double lr = 0;
+  double grad_norm = 0;  // before clipping
+  double step_ms = 0;
+  double tokens_per_s = 0;  // all ranks
+  std::optional<double> mfu;  // model FLOP utilisation, when the device's peak is known
+  int64_t memory_bytes = 0;   // CUDA: peak allocated; CPU: resident set size
+};
+
+// "step    12 | loss 5.123456 | lr 6.0000e-04 | norm 1.2345 | dt 123.45ms | tok/s 12345.6"
+std::string format_step_line(const StepMetrics& m);
+
+// One JSON object per line: {"step":..,"loss":..,"lr":..,"grad_norm":..,"step_ms":..,
+// "tokens_per_s":..,"mfu":..|null,"memory":..}; validation lines {"step":..,"val_loss":..}.
+// Each line is flushed as written so a crashed run keeps what it measured.
+class MetricsLog {
+ public:
+  MetricsLog() = default;
+  // append: keep lines of an earlier run (resume); otherwise start empty. Throws UserError.
+  MetricsLog(const std::filesystem::path& path, bool append);
+  MetricsLog(MetricsLog&& o) noexcept : file_(o.file_) { o.file_ = nullptr; }
+  MetricsLog& operator=(MetricsLog&& o) noexcept {
+    std::swap(file_, o.file_);
+    return *this;
+  }
+  ~MetricsLog();
+
+  void write_step(const StepMetrics& m);
+  void write_val(int64_t step, double val_loss);
+  bool enabled() const { return file_ != nullptr; }
+
+ private:
+  void write_line(const std::string& line);
+  std::FILE* file_ = nullptr;
+};
+
+int64_t resident_memory_bytes();
+
+}  // namespace hpc::train

@@ -1,0 +1,50 @@
+// The recipe's optimiser: AdamW with decoupled weight decay on tensors of 2+ dimensions only,
+// and clipping of the global gradient norm. State is plain tensors so that checkpoints (and,
+// later, sharded strategies) can hold and move it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace hpc::train {
+
+struct AdamWOptions {
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;  // applied to tensors of 2+ dimensions (matmul weights, embeddings)
+};
+
+class AdamW {
+ public:
+  AdamW(std::vector<at::Tensor> params, AdamWOptions options);
+
+  // Grads become undefined: the next backward writes them without a zero-fill and an add.
+  void zero_grad();
+  // One update of every parameter that has a gradient, in PyTorch's single-tensor AdamW order:
+  // p *= 1 - lr wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+  // p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+  void step(double lr);
+
+  int64_t steps() const { return steps_; }
+  const std::vector<at::Tensor>& params() const { return params_; }
+  std::vector<at::Tensor>& exp_avg() { return m_; }
+  std::vector<at::Tensor>& exp_avg_sq() { return v_; }
+  void set_steps(int64_t steps) { steps_ = steps; }
+  const std::vector<bool>& decayed() const { return decay_; }
+
+ private:
+  std::vector<at::Tensor> params_;
+  std::vector<bool> decay_;
+  std::vector<at::Tensor> m_, v_;
+  AdamWOptions opt_;
+  int64_t steps_ = 0;
+};
+
+// Scales all gradients by min(1, max_norm / (norm + 1e-6)) where norm is the 2-norm of all of
+// them together (torch.nn.utils.clip_grad_norm_); returns that norm, before clipping.
+double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm);
+
+}  // namespace hpc::train

@@ -1,0 +1,459 @@
+// The training loop, read top to bottom: set up, then for each step: validate, sample, run
+// the micro-steps (forward, backward), meet the other ranks, clip, update, report, checkpoint.
+#include "train.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include <ATen/autocast_mode.h>
+#include <fmt/format.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include "checkpoint.h"
+#include "data.h"
+#include "dist/rendezvous.h"
+#include "dist/strategy.h"
+#include "error.h"
+#include "metrics.h"
+#include "model.h"
+#include "optim.h"
+#include "schedule.h"
+
+#if HPC_TORCH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+namespace hpc::train {
+namespace fs = std::filesystem;
+
+GptConfig ModelOptions::resolve() const {
+  GptConfig c;
+  if (!init_from.empty()) {
+    c = read_hf_config(init_from);
+  } else {
+    c = named_config(model);
+    if (n_layer) c.n_layer = *n_layer;
+    if (n_head) c.n_head = *n_head;
+    if (n_embd) c.n_embd = *n_embd;
+    if (block_size) c.block_size = *block_size;
+    if (vocab_size) c.vocab_size = *vocab_size;
+  }
+  validate(c);
+  return c;
+}
+
+namespace {
+
+// ----------------------------------------------------------------------------- runtime set-up
+
+void set_threads(const RuntimeOptions& r) {
+  int n = r.threads;
+  if (n <= 0 && std::getenv("OMP_NUM_THREADS") == nullptr) {
+    if (const char* s = std::getenv("SLURM_CPUS_PER_TASK")) n = std::atoi(s);
+  }
+  if (n > 0) at::set_num_threads(n);
+}
+
+at::Device pick_device(const RuntimeOptions& r, int local_rank) {
+  const bool cuda = torch::cuda::is_available();
+  if (r.device == "cpu" || (r.device == "auto" && !cuda)) return at::Device(at::kCPU);
+  if (r.device == "cuda" || r.device == "auto") {
+    if (!cuda) throw UserError("--device", "cuda was asked for but no CUDA device is usable",
+                               "use --device cpu, or a CUDA build of LibTorch on a GPU node");
+    const int n = int(torch::cuda::device_count());
+    return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(local_rank % n));
+  }
+  throw UserError("--device", fmt::format("unknown device '{}'", r.device), "use auto, cpu or cuda");
+}
+
+// bf16 autocast around the forward pass on CUDA (the recipe's precision); nothing on CPU.
+class AutocastScope {
+ public:
+  explicit AutocastScope(bool on) : on_(on) {
+    if (!on_) return;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+    at::autocast::set_autocast_enabled(at::kCUDA, true);
+#else
+    at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+    at::autocast::set_enabled(true);
+#endif
+  }
+  ~AutocastScope() {
+    if (!on_) return;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    at::autocast::set_autocast_enabled(at::kCUDA, false);
+#else
+    at::autocast::set_enabled(false);
+#endif
+    at::autocast::clear_cache();
+  }
+
+ private:
+  bool on_;
+};
+
+void synchronize(const at::Device& d) {
+#if HPC_TORCH_CUDA
+  if (d.is_cuda()) at::cuda::getCurrentCUDAStream(d.index()).synchronize();
+#else
+  (void)d;
+#endif
+}
+
+int64_t memory_in_use(const at::Device& d) {
+#if HPC_TORCH_CUDA
+  if (d.is_cuda()) {
+    auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(d.index());
+    return stats.allocated_bytes[0].peak;  // StatType::AGGREGATE
+  }
+#endif
+  (void)d;
+  return resident_memory_bytes();
+}
+
+// Peak dense bf16 FLOP/s of known GPUs, for MFU; 0 when unknown (CPUs).
+double peak_flops(const at::Device& d, double peak_tflops_flag) {
+  if (peak_tflops_flag > 0) return peak_tflops_flag * 1e12;
+#if HPC_TORCH_CUDA
+  if (d.is_cuda()) {
+    const std::string name = at::cuda::getDeviceProperties(d.index())->name;
+    if (name.find("H100") != std::string::npos || name.find("H200") != std::string::npos) return 989e12;
+    if (name.find("A100") != std::string::npos) return 312e12;
+    if (name.find("L40S") != std::string::npos) return 362e12;
+    if (name.find("A40") != std::string::npos) return 150e12;
+  }
+#endif
+  (void)d;
+  return 0;
+}
+
+// --------------------------------------------------------------------------------- batches
+
+struct Batch {
+  at::Tensor x, y;  // [B, T] int64 inputs and targets
+};
+
+Batch next_batch(DataIterator& it, std::vector<int64_t>& window, int64_t B, int64_t T,
+                 const at::Device& device) {
+  it.next(window);
+  auto all = torch::from_blob(window.data(), {B * T + 1}, torch::kLong);
+  Batch b;
+  b.x = all.narrow(0, 0, B * T).view({B, T}).to(device, /*non_blocking=*/false, /*copy=*/true);
+  b.y = all.narrow(0, 1, B * T).view({B, T}).to(device, false, true);
+  return b;
+}
+
+// Mean loss over `batches` batches from the start of `it` (which is reset first).
+double evaluate(GptImpl& model, DataIterator& it, int64_t batches, int64_t B, int64_t T,
+                const at::Device& device, bool autocast) {
+  torch::NoGradGuard no_grad;
+  it.reset();
+  std::vector<int64_t> window;
+  double sum = 0;
+  for (int64_t i = 0; i < batches; ++i) {
+    Batch b = next_batch(it, window, B, T, device);
+    AutocastScope ac(autocast);
+    sum += model.loss(b.x, b.y).item<double>();
+  }
+  return sum / double(batches);
+}
+
+// Text from the model with top-k 50 sampling; tokens < 256 are bytes (the byte tokenizer).
+std::string sample_text(GptImpl& model, int64_t tokens, uint64_t seed, const at::Device& device) {
+  torch::NoGradGuard no_grad;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  std::vector<int64_t> ids = {'\n'};
+  const int64_t V = model.config().vocab_size;
+  if (V <= '\n') ids = {0};
+  for (int64_t i = 0; i < tokens; ++i) {
+    const int64_t T = std::min<int64_t>(int64_t(ids.size()), model.config().block_size);
+    auto idx = torch::from_blob(ids.data() + ids.size() - T, {1, T}, torch::kLong).to(device);
+    auto logits = model.logits(idx).select(1, T - 1).to(at::kCPU, at::kFloat);  // [1, V]
+    auto probs = at::softmax(logits, -1);
+    auto top = probs.topk(std::min<int64_t>(50, V), -1);
+    auto pick = at::multinomial(std::get<0>(top), 1, false, gen);
+    ids.push_back(std::get<1>(top).gather(-1, pick).item<int64_t>());
+  }
+  // One log line: newlines and other control bytes are escaped.
+  std::string out;
+  for (size_t i = 1; i < ids.size(); ++i) {
+    const int64_t id = ids[i];
+    if (id == '\n') out += "\\n";
+    else if (id >= 32 && id < 127) out.push_back(char(id));
+    else out += fmt::format("<{}>", id);
+  }
+  return out;
+}
+
+std::vector<at::Tensor> parameters_of(GptImpl& model) {
+  std::vector<at::Tensor> ps;
+  for (auto& item : model.named_parameters()) ps.push_back(item.value());
+  return ps;
+}
+
+void check_seq_len(int64_t T, const GptConfig& c) {
+  if (T <= 0 || T > c.block_size) {
+    throw UserError("--seq-len", fmt::format("{} is outside 1..{} (the model's block size)", T,
+                                             c.block_size),
+                    "lower --seq-len or raise --block-size");
+  }
+}
+
+void print0(int rank, const std::string& line) {
+  if (rank != 0) return;
+  std::fputs(line.c_str(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------- train
+
+int run_train(const TrainOptions& o) {
+  using Clock = std::chrono::steady_clock;
+  // --- who we are, what we train, on what ---
+  const bool distributed = o.strategy != "none";
+  const auto rdv = dist::rendezvous_from_env(dist::process_environment(), o.master_suffix, distributed);
+  const GptConfig config = o.model.resolve();
+  const int64_t B = o.micro_batch;
+  const int64_t T = o.seq_len.value_or(config.block_size);
+  check_seq_len(T, config);
+  const int64_t accum = grad_accum_steps(o.total_batch_tokens, B, T, rdv.world);
+  if (o.max_steps < 0) throw UserError("--max-steps", "must not be negative", "");
+  const TokenFormat format = parse_token_format(o.data_format);
+  if (o.data.empty()) throw UserError("--data", "is required", "point it at a token file or directory");
+  DataIterator train_data(list_shards(o.data, "train"), format, B, T, rdv.rank, rdv.world,
+                          config.vocab_size);
+  std::unique_ptr<DataIterator> val_data;
+  {
+    std::vector<fs::path> val_shards;
+    if (!o.val_data.empty()) {
+      val_shards = list_shards(o.val_data, "val");
+    } else if (fs::is_directory(o.data)) {
+      try {
+        val_shards = list_shards(o.data, "val");
+      } catch (const UserError&) {  // no validation shards: no validation
+      }
+    }
+    if (!val_shards.empty()) {
+      val_data = std::make_unique<DataIterator>(val_shards, format, B, T, rdv.rank, rdv.world,
+                                                config.vocab_size);
+    }
+  }
+  LrSchedule schedule{o.max_lr, o.min_lr_ratio, o.warmup_steps, o.decay_steps.value_or(o.max_steps)};
+
+  // Resume: check the checkpoint against the flags before anything is built.
+  std::optional<fs::path> resume_file;
+  if (o.resume == "auto") {
+    resume_file = latest_checkpoint(o.checkpoint_dir);
+  } else if (!o.resume.empty()) {
+    resume_file = o.resume;
+    if (fs::is_directory(*resume_file)) resume_file = latest_checkpoint(*resume_file);
+    if (!resume_file) throw UserError("--resume", fmt::format("no checkpoint in {}", o.resume), "");
+  }
+  CheckpointInfo resume_info;
+  if (resume_file) {
+    resume_info = read_checkpoint_info(*resume_file);
+    const std::string where = resume_file->string();
+    if (!(resume_info.config == config)) {
+      throw UserError(where, fmt::format("checkpoint is for model {}, the flags say {}",
+                                         describe(resume_info.config), describe(config)),
+                      "resume with the same model flags");
+    }
+    if (resume_info.micro_batch != B || resume_info.seq_len != T ||
+        resume_info.total_batch_tokens != o.total_batch_tokens || resume_info.world != rdv.world) {
+      throw UserError(where,
+                      fmt::format("checkpoint has micro-batch {}, seq-len {}, total batch {}, world "
+                                  "{}; this run has {}, {}, {}, {}",
+                                  resume_info.micro_batch, resume_info.seq_len,
+                                  resume_info.total_batch_tokens, resume_info.world, B, T,
+                                  o.total_batch_tokens, rdv.world),
+                      "resume with the same batch flags and number of ranks");
+    }
+  }
+
+  set_threads(o.runtime);
+  const at::Device device = pick_device(o.runtime, rdv.local_rank);
+  const bool autocast = device.is_cuda();
+  if (device.is_cuda()) at::globalContext().setAllowTF32CuBLAS(true);
+
+  dist::StrategyOptions so;
+  so.name = o.strategy;
+  so.timeout_s = o.dist_timeout_s;
+  so.bucket_cap_mb = o.bucket_cap_mb;
+  so.first_bucket_mb = o.first_bucket_mb;
+  so.device = device.str();
+  auto strategy = dist::make_strategy(so, rdv);
+  const int rank = strategy->rank();
+
+  // --- the model and its optimiser ---
+  torch::manual_seed(o.seed);
+  Gpt model(config);
+  if (!o.model.init_from.empty()) load_hf_weights(o.model.init_from, *model);
+  model->to(device);
+  model->set_head_chunk_rows(o.runtime.head_chunk);
+  if (autocast) model->set_head_matmul_dtype(at::kBFloat16);
+  auto params = parameters_of(*model);
+  strategy->attach(params);
+  AdamW optimizer(params, AdamWOptions{o.beta1, o.beta2, o.eps, o.weight_decay});
+
+  int64_t first_step = 0;
+  if (resume_file) {
+    load_checkpoint(*resume_file, *model, optimizer);
+    first_step = resume_info.next_step;
+    train_data.skip(resume_info.data_batches);
+    print0(rank, fmt::format("resumed from {} at step {}", resume_file->string(), first_step));
+  }
+
+  MetricsLog metrics;
+  if (rank == 0 && !o.metrics.empty()) metrics = MetricsLog(o.metrics, /*append=*/bool(resume_file));
+  const double flops_per_token = training_flops_per_token(config, T);
+  const double peak = peak_flops(device, o.peak_tflops);
+  print0(rank, fmt::format("hpctrain: model {} ({:.2f}M parameters) | B {} T {} accumulation {} "
+                           "world {} ({}) | total batch {} tokens | device {} threads {}",
+                           describe(config), double(parameter_count(config)) / 1e6, B, T, accum,
+                           rdv.world, strategy->name(), o.total_batch_tokens, device.str(),
+                           at::get_num_threads()));
+
+  std::vector<int64_t> window;
+  for (int64_t step = first_step; step < o.max_steps; ++step) {
+    const bool last = step == o.max_steps - 1;
+    // --- validation and samples: they read their own data and change no training state ---
+    if (val_data && o.eval_every > 0 && (step % o.eval_every == 0 || last)) {
+      model->eval();
+      double v = evaluate(*model, *val_data, o.val_batches, B, T, device, autocast);
+      v = strategy->mean_over_ranks(v);
+      print0(rank, fmt::format("step {:5d} | val loss {:.6f}", step, v));
+      if (rank == 0) metrics.write_val(step, v);
+    }
+    if (o.sample_every > 0 && step > 0 && (step % o.sample_every == 0 || last) && rank == 0) {
+      print0(rank, fmt::format("step {:5d} | sample: {}", step,
+                               sample_text(*model, o.sample_tokens, o.seed + uint64_t(step), device)));
+    }
+
+    // --- one optimiser step: accum micro-steps of B x T tokens on every rank ---
+    model->train();
+    synchronize(device);
+    const auto t0 = Clock::now();
+    optimizer.zero_grad();
+    at::Tensor loss_accum = torch::zeros({}, torch::TensorOptions().device(device));
+    for (int64_t micro = 0; micro < accum; ++micro) {
+      Batch b = next_batch(train_data, window, B, T, device);
+      strategy->set_gradient_sync(micro == accum - 1);
+      at::Tensor loss;
+      {
+        AutocastScope ac(autocast);
+        loss = model->loss(b.x, b.y);  // scalar: mean over the B*T tokens
+      }
+      loss = loss / double(accum);  // the gradient of the mean over the whole step
+      loss_accum += loss.detach();
+      loss.backward();
+    }
+    strategy->finish_gradients();  // DDP: gradients are now the mean over ranks
+    if (!o.dump_grads.empty() && step == first_step && rank == 0) export_gradients(o.dump_grads, *model);
+    const double loss_value = strategy->mean_over_ranks(loss_accum.item<double>());
+    const double norm = clip_grad_norm(params, o.grad_clip);
+    const double lr = schedule.at(step);
+    optimizer.step(lr);
+    synchronize(device);
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+
+    // --- report ---
+    StepMetrics m;
+    m.step = step;
+    m.loss = loss_value;
+    m.lr = lr;
+    m.grad_norm = norm;
+    m.step_ms = dt * 1e3;
+    m.tokens_per_s = double(o.total_batch_tokens) / dt;
+    if (peak > 0) m.mfu = flops_per_token * m.tokens_per_s / (peak * rdv.world);
+    m.memory_bytes = memory_in_use(device);
+    if (o.log_every > 0 && (step % o.log_every == 0 || last)) print0(rank, format_step_line(m));
+    if (rank == 0) metrics.write_step(m);
+
+    // --- checkpoint: after the update, so it resumes at step + 1 ---
+    const bool periodic = o.checkpoint_every > 0 && (step + 1) % o.checkpoint_every == 0;
+    if ((periodic || (last && o.checkpoint_at_end)) && rank == 0) {
+      CheckpointInfo info;
+      info.next_step = step + 1;
+      info.data_batches = train_data.batches_read();
+      info.config = config;
+      info.micro_batch = B;
+      info.seq_len = T;
+      info.total_batch_tokens = o.total_batch_tokens;
+      info.world = rdv.world;
+      info.seed = o.seed;
+      auto file = save_checkpoint(o.checkpoint_dir, info, *model, optimizer, o.keep_checkpoints);
+      print0(rank, fmt::format("step {:5d} | checkpoint {}", step, file.string()));
+    }
+  }
+  strategy->barrier();
+  return 0;
+}
+
+// -------------------------------------------------------------------------------------- eval
+
+int run_eval(const EvalOptions& o) {
+  if (o.init_from.empty()) throw UserError("--init-from", "is required", "point it at HF GPT-2 weights");
+  ModelOptions mo;
+  mo.init_from = o.init_from;
+  const GptConfig config = mo.resolve();
+  const int64_t T = o.seq_len > 0 ? o.seq_len : config.block_size;
+  check_seq_len(T, config);
+  if (o.batches <= 0) throw UserError("--batches", "must be positive", "");
+  if (o.data.empty()) throw UserError("--data", "is required", "");
+  set_threads(o.runtime);
+  const at::Device device = pick_device(o.runtime, 0);
+  // Window i: inputs tokens[i*T, i*T+T), targets shifted by one: the DataIterator's first batch
+  // of `batches` rows on rank 0.
+  DataIterator it({fs::path(o.data)}, parse_token_format(o.data_format), o.batches, T, 0, 1,
+                  config.vocab_size);
+  torch::manual_seed(0);
+  Gpt model(config);
+  load_hf_weights(o.init_from, *model);
+  model->to(device);
+  model->eval();
+  model->set_head_chunk_rows(o.runtime.head_chunk);
+  if (device.is_cuda()) model->set_head_matmul_dtype(at::kBFloat16);
+  const double loss = evaluate(*model, it, 1, o.batches, T, device, device.is_cuda());
+  std::fputs(fmt::format("{{\"loss\": {:.9g}, \"batches\": {}, \"seq_len\": {}, \"tokens\": {}}}\n",
+                         loss, o.batches, T, o.batches * T).c_str(),
+             stdout);
+  return 0;
+}
+
+// ------------------------------------------------------------------------------------ export
+
+int run_export(const ExportOptions& o) {
+  if (o.to.empty()) throw UserError("--to", "is required", "name the directory to write");
+  set_threads(o.runtime);
+  std::optional<fs::path> ckpt;
+  ModelOptions mo = o.model;
+  if (!o.from.empty()) {
+    fs::path from = o.from;
+    if (fs::is_directory(from) && fs::exists(from / "config.json")) {
+      mo.init_from = from.string();  // HF weights: a round trip
+    } else {
+      ckpt = fs::is_directory(from) ? latest_checkpoint(from) : std::optional<fs::path>(from);
+      if (!ckpt) throw UserError("--from", fmt::format("no checkpoint in {}", o.from), "");
+    }
+  }
+  GptConfig config = ckpt ? read_checkpoint_info(*ckpt).config : mo.resolve();
+  torch::manual_seed(o.seed);
+  Gpt model(config);
+  if (!mo.init_from.empty()) load_hf_weights(mo.init_from, *model);
+  if (ckpt) {
+    AdamW scratch(parameters_of(*model), AdamWOptions{});
+    load_checkpoint(*ckpt, *model, scratch);
+  }
+  export_hf(o.to, *model);
+  fmt::print("exported {} to {}\n", describe(config), o.to);
+  return 0;
+}
+
+}  // namespace hpc::train
