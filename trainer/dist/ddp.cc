@@ -1,20 +1,195 @@
-// Strategies over c10d. (DDP lands in a following change; for now a world of one.)
-#include <fmt/format.h>
+// DDP: every rank holds the whole model; gradients are averaged by all-reduce.
+//
+// Gradients are gathered into buckets in reverse parameter order (the order backward produces
+// them): the first bucket ~1 MiB so communication starts early, the rest ~25 MiB. A post-hook on
+// each parameter's gradient accumulator copies the gradient into its bucket; when a bucket's last
+// gradient arrives its all-reduce starts asynchronously, overlapping the rest of backward. An
+// engine callback, run when backward ends, waits for the buckets, divides by the world size and
+// copies the means back into the gradients, before the optimiser sees them. On micro-steps that
+// only accumulate (all but the last of a step) the hooks do nothing.
+#include <atomic>
 
+#include <fmt/format.h>
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/torch.h>
+
+#include "dist/communicator.h"
 #include "dist/strategy.h"
 #include "error.h"
 
 namespace hpc::train::dist {
+namespace {
+
+struct Bucket {
+  std::vector<size_t> params;   // indices into the parameter list, in the order they fill
+  std::vector<int64_t> offset;  // element offset of each in `flat`
+  at::Tensor flat;              // [sum of numel] gradients of this bucket, contiguous
+  size_t pending = 0;           // gradients still to arrive in this backward pass
+  std::unique_ptr<Communicator::Pending> work;
+};
+
+class Ddp final : public Strategy {
+ public:
+  Ddp(std::unique_ptr<Communicator> comm, const StrategyOptions& o)
+      : comm_(std::move(comm)), options_(o) {}
+
+  const char* name() const override { return "ddp"; }
+  int rank() const override { return comm_->rank(); }
+  int world() const override { return comm_->world(); }
+
+  void attach(const std::vector<at::Tensor>& params) override {
+    params_ = params;
+    // Every rank starts from rank 0's parameters.
+    {
+      torch::NoGradGuard no_grad;
+      std::vector<at::Tensor> data;
+      for (auto& p : params_) data.push_back(p.detach());
+      comm_->broadcast(data, 0);
+    }
+    build_buckets();
+    for (size_t i = 0; i < params_.size(); ++i) {
+      auto acc = torch::autograd::impl::grad_accumulator(params_[i]);
+      acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+          [this, i](const torch::autograd::variable_list& outputs,
+                    const torch::autograd::variable_list&) {
+            on_gradient(i);
+            return outputs;
+          }));
+      accumulators_.push_back(std::move(acc));  // autograd holds them weakly
+    }
+  }
+
+  void set_gradient_sync(bool sync) override { sync_ = sync; }
+
+  void finish_gradients() override {
+    if (!reduced_) {
+      throw std::runtime_error("ddp: the last micro-step's backward did not reduce the gradients");
+    }
+    reduced_ = false;
+  }
+
+  double mean_over_ranks(double value) override {
+    auto t = torch::full({1}, value, torch::TensorOptions().dtype(at::kDouble).device(device()));
+    if (comm_->backend() == std::string("nccl")) t = t.to(at::kFloat);
+    wait_for(*comm_->all_reduce_sum(t), "loss all-reduce");
+    return t.item<double>() / double(world());
+  }
+
+  void barrier() override { comm_->barrier(); }
+
+ private:
+  // c10d's errors name a socket; say what it means for the job.
+  void wait_for(Communicator::Pending& work, const char* what) {
+    try {
+      work.wait();
+    } catch (const std::exception& e) {
+      std::string msg = e.what();
+      msg = msg.substr(0, msg.find('\n'));
+      throw std::runtime_error(fmt::format(
+          "rank {}: {} failed, a peer died or stopped answering (--dist-timeout {} s): {}", rank(),
+          what, options_.timeout_s, msg));
+    }
+  }
+
+  at::Device device() const { return params_.empty() ? at::Device(at::kCPU) : params_[0].device(); }
+
+  void build_buckets() {
+    const double first_cap = options_.first_bucket_mb * 1024 * 1024;
+    const double cap = options_.bucket_cap_mb * 1024 * 1024;
+    bucket_of_.assign(params_.size(), 0);
+    slot_of_.assign(params_.size(), 0);
+    Bucket current;
+    double bytes = 0;
+    int64_t numel = 0;
+    auto close = [&]() {
+      if (current.params.empty()) return;
+      current.flat = torch::zeros({numel}, params_[current.params[0]].options().requires_grad(false));
+      buckets_.push_back(std::move(current));
+      current = Bucket();
+      bytes = 0;
+      numel = 0;
+    };
+    for (size_t k = params_.size(); k-- > 0;) {  // reverse registration order
+      const auto& p = params_[k];
+      bucket_of_[k] = buckets_.size();
+      slot_of_[k] = current.params.size();
+      current.params.push_back(k);
+      current.offset.push_back(numel);
+      numel += p.numel();
+      bytes += double(p.numel() * p.element_size());
+      if (bytes >= (buckets_.empty() ? first_cap : cap)) close();
+    }
+    close();
+    for (auto& b : buckets_) b.pending = b.params.size();
+  }
+
+  // Runs on the autograd thread right after parameter i's gradient was accumulated.
+  void on_gradient(size_t i) {
+    if (!sync_) return;
+    if (!callback_queued_) {
+      callback_queued_ = true;
+      torch::autograd::Engine::get_default_engine().queue_callback([this] { finalize(); });
+    }
+    Bucket& b = buckets_[bucket_of_[i]];
+    const auto& g = params_[i].grad();
+    const int64_t n = params_[i].numel();
+    b.flat.narrow(0, b.offset[slot_of_[i]], n).copy_(g.reshape({n}));
+    if (--b.pending == 0) b.work = comm_->all_reduce_sum(b.flat);
+  }
+
+  // Runs once at the end of a synchronising backward pass.
+  void finalize() {
+    callback_queued_ = false;
+    const double inv_world = 1.0 / double(world());
+    for (auto& b : buckets_) {
+      if (b.pending != 0) {
+        throw std::runtime_error(fmt::format(
+            "ddp: {} parameter(s) got no gradient in this backward pass (unused parameters are "
+            "not supported)", b.pending));
+      }
+      wait_for(*b.work, "gradient all-reduce");
+      b.work.reset();
+      b.flat.mul_(inv_world);
+      for (size_t s = 0; s < b.params.size(); ++s) {
+        auto& p = params_[b.params[s]];
+        const int64_t n = p.numel();
+        p.mutable_grad().view({n}).copy_(b.flat.narrow(0, b.offset[s], n));
+      }
+      b.pending = b.params.size();
+    }
+    reduced_ = true;
+  }
+
+  std::unique_ptr<Communicator> comm_;
+  StrategyOptions options_;
+  std::vector<at::Tensor> params_;
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<Bucket> buckets_;
+  std::vector<size_t> bucket_of_, slot_of_;
+  bool sync_ = true;
+  bool callback_queued_ = false;
+  bool reduced_ = false;
+};
+
+}  // namespace
 
 std::unique_ptr<Strategy> make_strategy(const StrategyOptions& options, const Rendezvous& rdv) {
   if (options.name == "none") {
     if (rdv.world > 1) {
-      throw UserError("--strategy", fmt::format("{} ranks were launched but --strategy is none", rdv.world),
+      throw UserError("--strategy",
+                      fmt::format("{} ranks were launched but --strategy is none", rdv.world),
                       "pass --strategy ddp");
     }
     return std::make_unique<SingleProcess>();
   }
-  throw UserError("--strategy", fmt::format("unknown strategy '{}'", options.name), "use none or ddp");
+  if (options.name == "ddp") {
+    if (options.timeout_s <= 0) throw UserError("--dist-timeout", "must be positive", "");
+    const auto timeout = std::chrono::milliseconds(int64_t(options.timeout_s * 1000));
+    return std::make_unique<Ddp>(connect(rdv, options.device, timeout), options);
+  }
+  throw UserError("--strategy", fmt::format("unknown strategy '{}'", options.name),
+                  "use none or ddp");
 }
 
 }  // namespace hpc::train::dist

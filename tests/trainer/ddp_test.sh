@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# DDP on Gloo, two processes on this machine:
+#  1. equivalence: 2 ranks x micro-batch 2 x accumulation 2 == 1 process x micro-batch 2 x
+#     accumulation 4, same losses over 10 steps to 1e-5 (fp32, CPU);
+#  2. a dead peer ends the job with an error, not a hang.
+source "$(dirname "$0")/lib.sh"
+make_corpus "$WORK/data"
+port=$((20000 + RANDOM % 20000))
+common=(--data "$WORK/data/corpus_train.txt" --model tiny --micro-batch 2 --seq-len 32
+        --total-batch-tokens 256 --max-steps 10 --warmup-steps 3 --max-lr 3e-3 --eval-every 0
+        --seed 3 --threads 1 --dist-timeout 20)
+
+"$HPCTRAIN" train "${common[@]}" --metrics "$WORK/one.jsonl" >"$WORK/one.log"
+
+launch() {  # RANK WORLD PORT ARGS... (background)
+  local rank=$1 world=$2 p=$3
+  shift 3
+  RANK=$rank WORLD_SIZE=$world LOCAL_RANK=$rank MASTER_ADDR=127.0.0.1 MASTER_PORT=$p \
+    "$HPCTRAIN" train "$@" &
+}
+launch 0 2 "$port" "${common[@]}" --strategy ddp --metrics "$WORK/two.jsonl" >"$WORK/r0.log" 2>&1
+pid0=$!
+launch 1 2 "$port" "${common[@]}" --strategy ddp >"$WORK/r1.log" 2>&1
+pid1=$!
+wait $pid0 || fail "rank 0 failed: $(cat "$WORK/r0.log")"
+wait $pid1 || fail "rank 1 failed: $(cat "$WORK/r1.log")"
+grep -q "world 2 (ddp)" "$WORK/r0.log" || fail "rank 0 did not run DDP: $(head -n1 "$WORK/r0.log")"
+[[ ! -s "$WORK/r1.log" ]] || fail "rank 1 printed: $(cat "$WORK/r1.log")"
+paste <(losses "$WORK/one.jsonl") <(losses "$WORK/two.jsonl") | awk '
+  { n++; d = $1 - $2; if (d < 0) d = -d; r = d / $1; if (r > worst) worst = r }
+  END { printf "equivalence: %d steps, worst relative loss difference %.2e\n", n, worst;
+        exit !(n == 10 && worst <= 1e-5) }' || fail "DDP losses differ from the single process"
+
+# A peer that dies mid-run: the survivor must fail within the timeout, not hang.
+port=$((port + 1))
+long=("${common[@]}" --max-steps 100000 --dist-timeout 10 --strategy ddp)
+launch 0 2 "$port" "${long[@]}" >"$WORK/d0.log" 2>&1
+pid0=$!
+launch 1 2 "$port" "${long[@]}" >"$WORK/d1.log" 2>&1
+pid1=$!
+for _ in $(seq 100); do grep -q "^step     3 " "$WORK/d0.log" && break; sleep 0.2; done
+kill -9 $pid1
+wait $pid1 2>/dev/null || true
+start=$SECONDS
+rc=0
+timeout 60 tail --pid=$pid0 -f /dev/null || { kill -9 $pid0; fail "rank 0 hung after its peer died"; }
+wait $pid0 || rc=$?
+[[ $rc -ne 0 ]] || fail "rank 0 exited 0 after its peer died"
+echo "dead peer: rank 0 exited with status $rc after $((SECONDS - start)) s: $(tail -n1 "$WORK/d0.log")"
+
+# A peer that stops answering (SIGSTOP): the survivor's collective times out after --dist-timeout.
+port=$((port + 1))
+long=("${common[@]}" --max-steps 100000 --dist-timeout 5 --strategy ddp)
+launch 0 2 "$port" "${long[@]}" >"$WORK/s0.log" 2>&1
+pid0=$!
+launch 1 2 "$port" "${long[@]}" >"$WORK/s1.log" 2>&1
+pid1=$!
+for _ in $(seq 100); do grep -q "^step     3 " "$WORK/s0.log" && break; sleep 0.2; done
+kill -STOP $pid1
+start=$SECONDS
+rc=0
+timeout 60 tail --pid=$pid0 -f /dev/null || { kill -9 $pid0 $pid1; fail "rank 0 hung on a stopped peer"; }
+wait $pid0 || rc=$?
+kill -9 $pid1
+wait $pid1 2>/dev/null || true
+[[ $rc -ne 0 ]] || fail "rank 0 exited 0 with a stopped peer"
+echo "stopped peer: rank 0 exited with status $rc after $((SECONDS - start)) s: $(tail -n1 "$WORK/s0.log")"

@@ -1,0 +1,143 @@
+// c10d lives here and nowhere else. Differences between LibTorch versions stay in this file:
+//  - 1.13: ProcessGroupGloo/ProcessGroupNCCL derive from c10d::ProcessGroup;
+//  - 2.x:  they derive from c10d::Backend (a ProcessGroup wraps backends).
+// Both expose allreduce/broadcast/barrier with the same signatures on the concrete class, and we
+// hold the concrete class, so the code below is the same for both; only the headers and the
+// availability of each backend are checked at compile time.
+#include "dist/communicator.h"
+
+#include <cstdlib>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/version.h>
+
+#include "error.h"
+
+#if defined(USE_C10D_GLOO) && __has_include(<gloo/rendezvous/store.h>)
+#define HPC_HAVE_GLOO 1
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+#if defined(USE_C10D_NCCL)
+#define HPC_HAVE_NCCL 1
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+namespace hpc::train::dist {
+namespace {
+
+template <typename WorkPtr>
+class PendingWork final : public Communicator::Pending {
+ public:
+  explicit PendingWork(WorkPtr w) : work_(std::move(w)) {}
+  void wait() override { work_->wait(); }
+
+ private:
+  WorkPtr work_;
+};
+
+template <typename WorkPtr>
+std::unique_ptr<Communicator::Pending> pending(WorkPtr w) {
+  return std::make_unique<PendingWork<WorkPtr>>(std::move(w));
+}
+
+// One implementation for either backend: PG is ProcessGroupGloo or ProcessGroupNCCL.
+template <typename PG>
+class C10dCommunicator final : public Communicator {
+ public:
+  C10dCommunicator(c10::intrusive_ptr<PG> pg, int rank, int world, const char* name)
+      : pg_(std::move(pg)), rank_(rank), world_(world), name_(name) {}
+  int rank() const override { return rank_; }
+  int world() const override { return world_; }
+  const char* backend() const override { return name_; }
+
+  std::unique_ptr<Pending> all_reduce_sum(at::Tensor& t) override {
+    std::vector<at::Tensor> v{t};
+    c10d::AllreduceOptions o;
+    o.reduceOp = c10d::ReduceOp::SUM;  // Gloo has no AVG: callers divide
+    return pending(pg_->allreduce(v, o));
+  }
+
+  void broadcast(std::vector<at::Tensor>& tensors, int root) override {
+    c10d::BroadcastOptions o;
+    o.rootRank = root;
+    for (auto& t : tensors) {  // one tensor per call: Gloo wants one per device
+      std::vector<at::Tensor> v{t};
+      pg_->broadcast(v, o)->wait();
+    }
+  }
+
+  void barrier() override { pg_->barrier(c10d::BarrierOptions())->wait(); }
+
+ private:
+  c10::intrusive_ptr<PG> pg_;
+  int rank_, world_;
+  const char* name_;
+};
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<Communicator> connect(const Rendezvous& rdv, const std::string& device,
+                                      std::chrono::milliseconds timeout) {
+  const bool cuda = device.rfind("cuda", 0) == 0;
+  c10d::TCPStoreOptions so;
+  so.port = static_cast<std::uint16_t>(rdv.master_port);
+  so.isServer = rdv.rank == 0;
+  so.numWorkers = rdv.world;
+  so.waitWorkers = true;
+  so.timeout = timeout;
+  c10::intrusive_ptr<c10d::Store> store;
+  try {
+    store = c10::make_intrusive<c10d::TCPStore>(rdv.master_addr, so);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
+    throw UserError(fmt::format("{}:{}", rdv.master_addr, rdv.master_port),
+                    fmt::format("rank {} could not meet the other ranks: {}", rdv.rank, what),
+                    "check MASTER_ADDR/MASTER_PORT, that rank 0 started, and that the port is free");
+  }
+
+  if (cuda) {
+#if HPC_HAVE_NCCL
+    auto opts = c10d::ProcessGroupNCCL::Options::create();
+    opts->timeout = timeout;
+    auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rdv.rank, rdv.world, opts);
+    return std::make_unique<C10dCommunicator<c10d::ProcessGroupNCCL>>(pg, rdv.rank, rdv.world, "nccl");
+#else
+    throw UserError("--strategy", "this hpctrain was built without NCCL, so CUDA tensors cannot be reduced",
+                    "build against a CUDA LibTorch with NCCL, or use --device cpu");
+#endif
+  }
+#if HPC_HAVE_GLOO
+  auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
+  // GLOO_SOCKET_IFNAME is read only by PyTorch's Python binding; without it Gloo binds the
+  // address the hostname resolves to, which falls back to 127.0.0.1 on many clusters and then
+  // hangs across nodes.
+  if (const char* ifs = std::getenv("GLOO_SOCKET_IFNAME"); ifs && *ifs) {
+    for (const auto& name : split_commas(ifs)) {
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(name));
+    }
+  } else {
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  opts->threads = int(opts->devices.size()) * 2;
+  auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rdv.rank, rdv.world, opts);
+  return std::make_unique<C10dCommunicator<c10d::ProcessGroupGloo>>(pg, rdv.rank, rdv.world, "gloo");
+#else
+  throw UserError("--strategy", "this hpctrain was built without Gloo, so CPU tensors cannot be reduced",
+                  "install libgloo-dev and rebuild, or run on CUDA with NCCL");
+#endif
+}
+
+}  // namespace hpc::train::dist

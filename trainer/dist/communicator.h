@@ -1,0 +1,46 @@
+// The few collectives the strategies need, over c10d: Gloo on CPU, NCCL on CUDA when LibTorch
+// has it. This header hides c10d (whose C++ API differs between LibTorch 1.13 and 2.x: in 2.x
+// the process groups derive from c10d::Backend); only communicator.cc includes it.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "dist/rendezvous.h"
+
+namespace hpc::train::dist {
+
+class Communicator {
+ public:
+  // An asynchronous collective in flight.
+  class Pending {
+   public:
+    virtual ~Pending() = default;
+    // Blocks until done; throws (std::runtime_error / c10::Error) if a peer failed or the
+    // collective timed out.
+    virtual void wait() = 0;
+  };
+
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int world() const = 0;
+  virtual const char* backend() const = 0;  // "gloo" or "nccl"
+  // Sum over ranks, in place, started now and finished by Pending::wait().
+  virtual std::unique_ptr<Pending> all_reduce_sum(at::Tensor& t) = 0;
+  // Rank `root`'s values into every rank's tensors (in place, blocking).
+  virtual void broadcast(std::vector<at::Tensor>& tensors, int root) = 0;
+  virtual void barrier() = 0;
+};
+
+// Meets the other ranks at the rendezvous' master (a TCPStore served by rank 0) and builds the
+// process group: NCCL when `device` is "cuda:N" and LibTorch has it, else Gloo. Gloo uses the
+// interfaces named in GLOO_SOCKET_IFNAME (comma-separated) when set. Collectives and the meeting
+// itself give up after `timeout`, so a dead peer ends the job with an error instead of a hang.
+std::unique_ptr<Communicator> connect(const Rendezvous& rdv, const std::string& device,
+                                      std::chrono::milliseconds timeout);
+
+}  // namespace hpc::train::dist
