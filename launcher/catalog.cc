@@ -162,6 +162,14 @@ void Catalog::load_into(PresetKind kind, const std::string& name, size_t below, 
                         std::vector<std::string>& chain) const {
   auto index = find(kind, name, below);
   if (!index) {
+    for (size_t i = std::min(below, dirs_.size()); i-- > 0;) {
+      fs::path p = kind_file(dirs_[i], kind, name);
+      std::error_code ec;
+      if (fs::exists(p, ec)) {
+        throw UserError(display_name(dirs_[i], p), "is not a regular JSON file (a directory?)",
+                        "replace it with a file or remove it");
+      }
+    }
     throw UserError("", std::string("no ") + kind_noun(kind) + " named \"" + name + "\"",
                     suggest_fix(name, names(kind), kind_plural(kind)) +
                         (kind == PresetKind::Shape ? " (hpclaunch presets list)"

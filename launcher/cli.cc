@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fmt/core.h>
@@ -13,10 +14,12 @@
 #include "catalog.h"
 #include "error.h"
 #include "hostlist.h"
+#include "jobs.h"
 #include "json_file.h"
 #include "render.h"
 #include "shell.h"
 #include "spec.h"
+#include "suggest.h"
 
 #ifndef HPC_VERSION
 #define HPC_VERSION "0.0.0"
@@ -34,6 +37,9 @@ constexpr const char* kExamples = R"(Examples:
   hpclaunch render --preset 2n4g --strategy fsdp --cluster jsc --set profile.account=myproj -o job.sbatch
   hpclaunch render --preset 1n2g --strategy ddp -- --model tiny --max-steps 5
   hpclaunch validate --preset 2n4g --cluster daic
+  hpclaunch run --preset 2n4g --strategy fsdp --cluster jsc --set profile.account=myproj
+  hpclaunch run --preset 1n2g --local -- --model tiny --max-steps 20
+  hpclaunch status 12345; hpclaunch logs -f 12345 --rank 0; hpclaunch cancel 12345; hpclaunch list
   hpclaunch hostlist expand 'node[01-03],gpu-a[1-2]'
 Docs: docs/quickstart.md, docs/presets.md, docs/clusters.md)";
 
@@ -153,6 +159,39 @@ int show_preset(const Catalog& catalog, PresetKind kind, const std::string& name
   std::cout << "\n" << p.content.dump(2) << "\n";
   return 0;
 }
+
+// Flags that choose where jobs go (run, submit) or where to find them (status, logs, ...).
+struct BackendFlags {
+  std::string backend, host, ssh_config, known_hosts, runs_dir = "runs";
+  bool local = false, accept_new_host_key = false;
+
+  void add_to(CLI::App* app, bool submitting) {
+    if (submitting) {
+      app->add_option("--backend", backend, "slurm (sbatch here), ssh (--host) or local (no Slurm)")
+          ->check(CLI::IsMember({"slurm", "ssh", "local"}));
+      app->add_flag("--local", local, "run on this machine without Slurm (= --backend local)");
+      app->add_option("--host", host, "submit over SSH to this login node (host or ~/.ssh/config alias)");
+      app->add_flag("--accept-new-host-key", accept_new_host_key,
+                    "trust and record an unknown SSH host key (a changed key is always refused)");
+    }
+    app->add_option("--ssh-config", ssh_config, "SSH config file (default ~/.ssh/config)");
+    app->add_option("--known-hosts", known_hosts, "known_hosts file (default ~/.ssh/known_hosts)");
+    app->add_option("--runs-dir", runs_dir, "where run directories are kept (default ./runs)");
+  }
+
+  BackendChoice choice() const {
+    BackendChoice c;
+    c.kind = backend;
+    if (local) c.kind = "local";
+    if (!host.empty() && c.kind.empty()) c.kind = "ssh";
+    c.host = host;
+    c.ssh_config = ssh_config;
+    c.known_hosts = known_hosts;
+    c.accept_new_host_key = accept_new_host_key;
+    c.runs_dir = runs_dir;
+    return c;
+  }
+};
 
 // Runs `argv` with the script on stdin or as a file; returns (exit status, combined output).
 std::pair<int, std::string> run_checker(const std::vector<std::string>& argv) {
@@ -288,6 +327,45 @@ int run_cli(const std::vector<std::string>& raw_args) {
   validate->add_option("--script", script_file, "check this script file instead of rendering one");
   validate->add_flag("--json", as_json, "print the resolved spec as JSON");
 
+  SelectionFlags run_flags;
+  BackendFlags run_backend;
+  RunOptions run_options;
+  int rank = -1;
+  auto* run = app.add_subcommand(
+      "run", "render, submit and follow a job until it ends; arguments after -- go to hpctrain");
+  run_flags.add_to(run);
+  run_backend.add_to(run, true);
+  run->add_flag("--cancel-on-interrupt", run_options.cancel_on_interrupt,
+                "Ctrl-C cancels the job (default: detach and leave it running)");
+  run->add_option("--rank", rank, "stream only this rank's lines");
+  run->footer("Example: hpclaunch run --preset 1n2g --strategy ddp --local -- --model tiny --max-steps 20");
+
+  SelectionFlags submit_flags;
+  BackendFlags submit_backend;
+  auto* submit = app.add_subcommand("submit", "render and submit; prints the job id");
+  submit_flags.add_to(submit);
+  submit_backend.add_to(submit, true);
+
+  BackendFlags job_backend;
+  std::string job;
+  bool follow_logs = false, with_state = false;
+  auto* status = app.add_subcommand("status", "state, reason, nodes, elapsed, exit code, requeues");
+  status->add_option("JOB", job, "job id or run directory name")->required();
+  status->add_flag("--json", as_json, "JSON output");
+  job_backend.add_to(status, false);
+  auto* logs = app.add_subcommand("logs", "print a job's output; -f follows it until it ends");
+  logs->add_option("JOB", job, "job id or run directory name")->required();
+  logs->add_flag("-f,--follow", follow_logs, "keep streaming until the job ends");
+  logs->add_option("--rank", rank, "only this rank's lines");
+  job_backend.add_to(logs, false);
+  auto* cancel = app.add_subcommand("cancel", "cancel a job");
+  cancel->add_option("JOB", job, "job id or run directory name")->required();
+  job_backend.add_to(cancel, false);
+  auto* list = app.add_subcommand("list", "past runs under ./runs");
+  list->add_flag("--json", as_json, "JSON output");
+  list->add_flag("--state", with_state, "ask the scheduler for each run's state");
+  job_backend.add_to(list, false);
+
   auto* hostlist = app.add_subcommand("hostlist", "expand or compress Slurm host lists");
   hostlist->require_subcommand(1);
   std::string expr;
@@ -298,6 +376,16 @@ int run_cli(const std::vector<std::string>& raw_args) {
   auto* compress = hostlist->add_subcommand("compress", "hosts -> compact expression");
   compress->add_option("HOST", hosts, "host names (in order)")->required();
 
+  // A mistyped verb: name it and suggest the closest one (CLI11 only says one is required).
+  if (args.size() > 1 && !args[1].empty() && args[1][0] != '-') {
+    std::vector<std::string> verbs;
+    for (const auto* sub : app.get_subcommands({})) verbs.push_back(sub->get_name());
+    if (std::find(verbs.begin(), verbs.end(), args[1]) == verbs.end()) {
+      std::cerr << "hpclaunch: error: unknown command \"" << comment_text(args[1]) << "\"; "
+                << suggest_fix(args[1], verbs, "commands") << std::endl;
+      return kExitUsage;
+    }
+  }
   std::vector<const char*> argv;
   for (const auto& a : args) argv.push_back(a.c_str());
   try {
@@ -309,8 +397,9 @@ int run_cli(const std::vector<std::string>& raw_args) {
               << "; see hpclaunch --help" << std::endl;
     return kExitUsage;
   }
-  if (trainer_args && !render->parsed()) {
-    std::cerr << "hpclaunch: error: arguments after -- are for hpctrain and only go with render"
+  if (trainer_args && !render->parsed() && !run->parsed() && !submit->parsed()) {
+    std::cerr << "hpclaunch: error: --: arguments after -- are for hpctrain and only go with "
+                 "render, run and submit; remove them or use one of those"
               << std::endl;
     return kExitUsage;
   }
@@ -333,17 +422,31 @@ int run_cli(const std::vector<std::string>& raw_args) {
         if (path.empty()) continue;
         fs::path parent = fs::path(path).parent_path();
         std::error_code ec;
+        if (!parent.empty() && fs::exists(parent, ec) && !fs::is_directory(parent, ec)) {
+          throw UserError(path, "cannot write output: " + parent.string() + " is not a directory",
+                          "choose a path inside a directory");
+        }
         if (!parent.empty() && !fs::is_directory(parent, ec)) {
           throw UserError(path, "cannot write output: directory " + parent.string() +
                                     " does not exist",
                           "create it first");
         }
+        if (fs::is_directory(path, ec)) {
+          throw UserError(path, "is a directory", "give a file name for the output");
+        }
       }
-      if (!spec_out.empty()) write_file_atomically(spec_out, r.spec.canonical_json());
+      if (!output.empty()) write_file_atomically(output, r.script, 0755);
+      if (!spec_out.empty()) {
+        try {
+          write_file_atomically(spec_out, r.spec.canonical_json());
+        } catch (...) {
+          if (!output.empty()) fs::remove(output);  // both or neither
+          throw;
+        }
+      }
       if (output.empty()) {
         std::cout << r.script;
       } else {
-        write_file_atomically(output, r.script, 0755);
         std::cerr << "hpclaunch: wrote " << output << " (" << r.spec.preset << " on "
                   << r.spec.cluster << ", " << r.spec.world_size() << " ranks, "
                   << r.spec.strategy << ")\n";
@@ -393,6 +496,21 @@ int run_cli(const std::vector<std::string>& raw_args) {
       std::cout << " clean\n";
       return 0;
     }
+    if (run->parsed() || submit->parsed()) {
+      const SelectionFlags& flags = run->parsed() ? run_flags : submit_flags;
+      const BackendFlags& backend = run->parsed() ? run_backend : submit_backend;
+      Rendered r = render_selection(flags, trainer_args, command);
+      if (rank >= 0) run_options.rank = rank;
+      run_options.follow = run->parsed();
+      return submit_and_follow(r.spec, r.script, backend.choice(), command, run_options);
+    }
+    if (status->parsed()) return show_status(job, job_backend.choice(), as_json);
+    if (logs->parsed()) {
+      return show_logs(job, job_backend.choice(), follow_logs,
+                       rank >= 0 ? std::optional<int>(rank) : std::nullopt);
+    }
+    if (cancel->parsed()) return cancel_job(job, job_backend.choice());
+    if (list->parsed()) return list_jobs(job_backend.choice(), as_json, with_state);
     if (expand->parsed()) {
       auto list = HostList::expand(expr);
       if (as_json) {
@@ -407,7 +525,12 @@ int run_cli(const std::vector<std::string>& raw_args) {
       return 0;
     }
   } catch (const UserError& e) {
-    std::cerr << "hpclaunch: error: " << first_line(e.what()) << std::endl;
+    // One line: a value's newline is shown as \n, never allowed to split the message.
+    std::cerr << "hpclaunch: error: " << comment_text(e.what()) << std::endl;
+    return kExitUsage;
+  } catch (const BackendError& e) {
+    // Unreachable cluster, refused submission: nothing was submitted (or it was cancelled).
+    std::cerr << "hpclaunch: error: " << comment_text(e.what()) << std::endl;
     return kExitUsage;
   } catch (const std::exception& e) {
     std::cerr << "hpclaunch: internal error: " << first_line(e.what())

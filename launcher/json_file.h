@@ -9,7 +9,9 @@
 namespace hpc {
 
 // Parses `text` (named `origin` in messages). Throws UserError "origin:L:C: ..." on bad JSON.
-nlohmann::json parse_json_text(const std::string& text, const std::string& origin);
+nlohmann::json parse_json_text(
+    const std::string& text, const std::string& origin,
+    const std::string& fix = "fix the file (comments are allowed, trailing commas are not)");
 
 // Reads and parses a file. Throws UserError when it cannot be read or parsed.
 nlohmann::json read_json_file(const std::filesystem::path& path);

@@ -78,7 +78,8 @@ std::string mark_standalone_closing_tags(const std::string& text) {
     bool closing_only = first != std::string_view::npos && line.substr(first).rfind("{{/", 0) == 0 &&
                         line.find("}}", first) + 1 == last &&
                         line.find("{{", first + 2) == std::string_view::npos;
-    out.append(line);
+    // Drop an indented closing tag's indentation too: the whole line goes.
+    out.append(closing_only ? line.substr(first) : line);
     if (closing_only && nl != std::string::npos) out.append(kLineDropMarker);
     if (nl != std::string::npos) out += '\n';
     start = nl == std::string::npos ? text.size() : nl + 1;
@@ -130,7 +131,14 @@ data template_data(const Spec& spec, const RenderContext& ctx) {
   d.set("setup", string_list(p.setup, "line"));
 
   bool p2p_auto = false;
-  for (const auto& v : p.nccl) p2p_auto = p2p_auto || (v.name == "NCCL_P2P_DISABLE" && v.value == "auto");
+  std::string p2p_reason;
+  for (const auto& v : p.nccl) {
+    if (v.name == "NCCL_P2P_DISABLE" && v.value == "auto") {
+      p2p_auto = true;
+      p2p_reason = v.reason;
+    }
+  }
+  d.set("p2p_reason", p2p_reason.empty() ? data{data::type::list} : comment_lines(p2p_reason));
   d.set("nccl", env_list(p.nccl, true));
   d.set("p2p_auto", flag(p2p_auto));
   d.set("env", env_list(p.env, false));
@@ -200,9 +208,21 @@ ScriptTemplate ScriptTemplate::from_file(const std::filesystem::path& path) {
 }
 
 ScriptTemplate ScriptTemplate::from_text(std::string text, std::string origin) {
-  mustache probe(mark_standalone_closing_tags(text));
+  std::string marked = mark_standalone_closing_tags(text);
+  mustache probe(marked);
   if (!probe.is_valid()) {
-    throw UserError(origin, "template does not parse: " + probe.error_message(),
+    // kainjow reports a byte offset ("Unclosed section \"a\" at 12"); show line:column.
+    std::string msg = probe.error_message();
+    std::string where = origin;
+    auto at = msg.rfind(" at ");
+    if (at != std::string::npos && msg.find_first_not_of("0123456789", at + 4) == std::string::npos &&
+        at + 4 < msg.size()) {
+      size_t offset = std::stoul(msg.substr(at + 4));
+      auto [line, column] = line_column_at(marked, offset);
+      where += ":" + std::to_string(line) + ":" + std::to_string(column);
+      msg = msg.substr(0, at);
+    }
+    throw UserError(where, "template does not parse: " + msg,
                     "fix the mustache syntax (compare with the built-in templates/sbatch.sh.mustache)");
   }
   ScriptTemplate t;

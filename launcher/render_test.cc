@@ -45,7 +45,7 @@ TEST_CASE("render: the script's parts come in the documented order", "[render]")
                                     "set -euo pipefail", "module load Stages/2024",
                                     "export OMP_NUM_THREADS=", "export NCCL_IB_TIMEOUT=50",
                                     "scontrol show hostnames", "hpc_ib_suffix=i", "getent ahostsv4",
-                                    "export MASTER_PORT=$((20000 + SLURM_JOB_ID % 40000))",
+                                    "export MASTER_PORT=$((20000 + SLURM_JOB_ID % 12768))",
                                     "trap hpc_forward_usr1 USR1", "--kill-on-bad-exit=1",
                                     "--strategy fsdp", "scontrol requeue"};
   size_t at = 0;

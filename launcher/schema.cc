@@ -112,6 +112,8 @@ bool matches(const nlohmann::json& v, SchemaType t) {
 // Parses a --set value typed by the schema node it lands on.
 nlohmann::json parse_set_value(const std::string& text, const SchemaNode& node,
                                const std::string& where) {
+  // `--set key=null` removes the key, whatever its type (as null does in a file).
+  if (text == "null") return nullptr;
   switch (node.type) {
     case SchemaType::String:
     case SchemaType::StringOrInteger: return text;
@@ -132,7 +134,8 @@ nlohmann::json parse_set_value(const std::string& text, const SchemaNode& node,
     case SchemaType::StringList:
     case SchemaType::Object:
     case SchemaType::Map: {
-      nlohmann::json v = parse_json_text(text, where);
+      nlohmann::json v = parse_json_text(
+          text, where, "write the value as JSON, e.g. [\"a\", \"b\"] or {\"key\": \"value\"}");
       return v;
     }
   }

@@ -43,6 +43,17 @@ std::string shell_quote(std::string_view s) {
   if (is_safe_word(s)) return std::string(s);
   std::string out;
   out.reserve(s.size() + 2);
+  // Text with $, ` or \ goes in double quotes with those escaped: the same literal, and
+  // shellcheck does not mistake it for an expansion meant to happen (SC2016, SC1003).
+  if (s.find_first_of("$`\\") != std::string_view::npos) {
+    out += '"';
+    for (char c : s) {
+      if (c == '$' || c == '`' || c == '\\' || c == '"') out += '\\';
+      out += c;
+    }
+    out += '"';
+    return out;
+  }
   out += '\'';
   for (char c : s) {
     if (c == '\'') out += "'\\''";

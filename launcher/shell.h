@@ -7,8 +7,9 @@
 
 namespace hpc {
 
-// A bash word that expands to exactly `s`: safe words stay bare, anything else is
-// single-quoted ('it'\''s'). Newlines survive literally inside the quotes.
+// A bash word that expands to exactly `s`: safe words stay bare, text with $, ` or \ is
+// double-quoted with those (and ") backslash-escaped, anything else is single-quoted
+// ('it'\''s'). Newlines survive literally inside either quotes.
 std::string shell_quote(std::string_view s);
 
 // The value part of an `#SBATCH --opt=VALUE` directive, as sbatch's own parser reads it:

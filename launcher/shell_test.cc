@@ -15,9 +15,10 @@ TEST_CASE("shell_quote: safe words stay bare, everything else is single-quoted",
   CHECK(shell_quote("/data/x.npy") == "/data/x.npy");
   CHECK(shell_quote("") == "''");
   CHECK(shell_quote("a b") == "'a b'");
-  CHECK(shell_quote("$(touch x)") == "'$(touch x)'");
+  CHECK(shell_quote("$(touch x)") == "\"\\$(touch x)\"");
   CHECK(shell_quote("it's") == "'it'\\''s'");
-  CHECK(shell_quote("`id`") == "'`id`'");
+  CHECK(shell_quote("`id`") == "\"\\`id\\`\"");
+  CHECK(shell_quote("a\\'b\"$") == "\"a\\\\'b\\\"\\$\"");
   CHECK(shell_quote("~") == "'~'");
   CHECK(shell_quote("*") == "'*'");
   CHECK(shell_quote("a\nb") == "'a\nb'");

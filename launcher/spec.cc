@@ -24,9 +24,18 @@ class SpecReader {
   SpecReader(const json& doc, const std::map<std::string, std::string>& sources)
       : doc_(doc), sources_(sources) {}
 
+  // Where the value at `path` came from. For an object (a map entry, port_range) that is the
+  // layer that set one of its keys, preferring any layer above the built-in defaults.
   std::string origin(const std::string& path) const {
     auto it = sources_.find(path);
-    return it == sources_.end() ? kDefaultsOrigin : it->second;
+    if (it != sources_.end()) return it->second;
+    std::string found;
+    std::string prefix = path + ".";
+    for (auto p = sources_.lower_bound(prefix); p != sources_.end() && p->first.rfind(prefix, 0) == 0; ++p) {
+      if (found.empty() || found == kDefaultsOrigin || found.find("presets/defaults.json") != std::string::npos)
+        found = p->second;
+    }
+    return found.empty() ? kDefaultsOrigin : found;
   }
   std::string where(const std::string& path) const {
     std::string from = origin(path);
@@ -113,7 +122,8 @@ const std::vector<std::string>& managed_sbatch_options() {
       "job-name", "nodes",   "ntasks",  "ntasks-per-node", "cpus-per-task", "gpus-per-node",
       "gres",     "time",    "partition", "account",       "qos",           "constraint",
       "reservation", "output", "error",  "signal",          "requeue",       "open-mode",
-      "chdir",    "mem-per-gpu"};
+      "chdir",    "mem-per-gpu", "gpus", "gpus-per-task", "cpus-per-gpu", "ntasks-per-gpu",
+      "no-requeue", "hold", "wrap"};
   return opts;
 }
 
@@ -208,6 +218,10 @@ void read_profile(const SpecReader& r, const json& doc, ClusterProfile& p) {
                         "set it through the spec's own key instead (see docs/presets.md)");
       }
     }
+    if (name == "--mem" && !r.string("shape.mem_per_gpu").empty()) {
+      throw UserError(r.where("profile.sbatch_extra"), "--mem contradicts shape.mem_per_gpu",
+                      "use one of them: --set shape.mem_per_gpu=null to keep --mem");
+    }
     if (has_control_chars(opt)) {
       throw UserError(r.where("profile.sbatch_extra"),
                       "\"" + comment_text(opt) + "\" contains a control character",
@@ -243,15 +257,15 @@ void read_profile(const SpecReader& r, const json& doc, ClusterProfile& p) {
                         std::to_string(p.port_max),
                     "swap them");
   }
-  p.max_gpus_per_node = r.integer("profile.max_gpus_per_node", 0, 64, "0 means no limit");
-  p.max_nodes = r.integer("profile.max_nodes", 0, 100000, "0 means no limit");
+  p.max_gpus_per_node = r.integer("profile.max_gpus_per_node", 0, 64, "use 0 for no limit");
+  p.max_nodes = r.integer("profile.max_nodes", 0, 100000, "use 0 for no limit");
   p.nccl = read_env_vars(r, r.find("profile.nccl"), "profile.nccl", true);
   p.env = read_env_vars(r, r.find("profile.env"), "profile.env", false);
   for (const auto& v : p.nccl) {
     if (v.name == "NCCL_P2P_DISABLE" && v.value != "0" && v.value != "1" && v.value != "auto") {
       throw UserError(r.where("profile.nccl.NCCL_P2P_DISABLE.value"),
                       "\"" + comment_text(v.value) + "\" is not 0, 1 or auto",
-                      "auto decides at job start from nvidia-smi topo -m");
+                      "use 0, 1 or auto (auto decides at job start from nvidia-smi topo -m)");
     }
   }
   for (const auto& v : p.env) {
@@ -298,10 +312,11 @@ void read_job(const SpecReader& r, Spec& spec) {
   j.error = r.directive_string("job.error");
   j.chdir = r.directive_string("job.chdir");
   j.signal_seconds = r.integer("job.signal_seconds", 0, 65535,
-                               "seconds before the time limit to send USR1 (0: none)");
-  j.max_requeues = r.integer("job.max_requeues", 0, 1000, "how often the job may requeue itself");
+                               "use the seconds before the time limit to send USR1, e.g. 90 (0: no signal)");
+  j.max_requeues = r.integer("job.max_requeues", 0, 1000,
+                             "set how often the job may requeue itself, e.g. 3");
   j.srun_wait = r.integer("job.srun_wait", 0, 86400,
-                          "seconds srun waits for the other tasks after the first one ends");
+                          "set the seconds srun lets the other tasks run after the first ends, e.g. 60 (0 waits forever)");
   long limit = parse_slurm_time(spec.shape.time, r.where("shape.time"));
   if (j.signal_seconds > 0 && limit >= 0 && j.signal_seconds >= limit) {
     throw UserError(r.where("job.signal_seconds"),
@@ -357,6 +372,8 @@ long parse_slurm_time(const std::string& text, const std::string& where) {
                      "write MM, HH:MM:SS or D-HH:MM:SS, e.g. \"02:00:00\"");
   };
   if (text.size() > 20 || !std::regex_match(text, m, form)) throw bad();
+  for (int i = 1; i <= 4; ++i)
+    if (m[i].length() > 9) throw bad();  // no Slurm limit needs more digits; avoids overflow
   auto num = [&](int i) { return m[i].matched ? std::stol(m[i].str()) : 0L; };
   long seconds = 0;
   if (m[1].matched) {  // days-hours[:minutes[:seconds]]
@@ -435,13 +452,14 @@ Spec resolve_spec(const Catalog& catalog, const SpecRequest& request) {
   for (const auto& [key, file] : cluster.sources) spec.sources["profile." + key] = file;
   merge_layer(doc, project, project_origin, spec.sources);
   merge_layer(doc, cli, "command line", spec.sources);
+  for (const auto& [layer, origin] : sets) merge_layer(doc, layer, origin, spec.sources);
+  // Arguments after `--` come last: appended to trainer.args from every layer, --set included.
   if (request.trainer_args && !request.trainer_args->empty()) {
     json& args = doc["trainer"]["args"];
     if (!args.is_array()) args = json::array();
     for (const auto& a : *request.trainer_args) args.push_back(a);
     spec.sources["trainer.args"] = "command line";
   }
-  for (const auto& [layer, origin] : sets) merge_layer(doc, layer, origin, spec.sources);
   check_json(doc, spec_schema(), "merged spec");
 
   for (const auto& [layer, origin] : defaults) spec.files.push_back(origin);

@@ -17,6 +17,7 @@ while (($#)); do
   esac
 done
 [[ -x "${bin}" ]] || { echo "$0: no hpclaunch binary at ${bin}; build first or pass --hpclaunch" >&2; exit 2; }
+bin="$(realpath "${bin}")"
 
 # Only the built-in presets: no user directories, no project file.
 work="$(mktemp -d)"
@@ -43,10 +44,15 @@ for cluster in "${clusters[@]}"; do
     for strategy in ddp fsdp zero1 zero2; do
       args=(render --no-project --preset "${preset}" --cluster "${cluster}" --strategy "${strategy}"
         "${set_args[@]}" -- "${trainer_args[@]}")
-      if ! (cd "${work}" && "${bin}" "${args[@]}") >"${out}/${cluster}/${preset}-${strategy}.sbatch" \
-        2>"${work}/err"; then
+      status=0
+      (cd "${work}" && "${bin}" "${args[@]}") >"${out}/${cluster}/${preset}-${strategy}.sbatch" \
+        2>"${work}/err" || status=$?
+      if ((status == 2)); then # refused as bad input: record why
         rm -f "${out}/${cluster}/${preset}-${strategy}.sbatch"
         echo "${cluster} ${preset} ${strategy}: $(cat "${work}/err")" >>"${rejected}"
+      elif ((status != 0)); then
+        cat "${work}/err" >&2
+        exit 1
       fi
     done
   done

@@ -1,0 +1,46 @@
+// A run directory's record (run.json): enough to rerun or audit a job, and to find its backend
+// again for status/logs/cancel. Lives in the local run directory: runs/<name>-<job id>/.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace hpc {
+
+struct RunRecord {
+  std::string job_id;
+  std::string name;            // job name
+  std::string backend;         // slurm, ssh, local
+  std::string host;            // where it was submitted
+  std::string ssh_target;      // for ssh: the --host value to reconnect with
+  std::string run_dir;         // on the backend's host
+  std::string local_dir;       // this machine's copy of the record
+  std::string submit_command;
+  std::string submitted_at;    // ISO 8601, UTC
+  std::string hpclaunch_version;
+  std::string spec_hash;
+  std::string preset, cluster, strategy;
+  int world_size = 0;
+  long max_steps = 0;          // from the trainer's --max-steps, 0 if unknown
+  std::string generator_command;
+
+  nlohmann::json to_json() const;
+  static RunRecord from_json(const nlohmann::json& j);
+};
+
+// Writes <local_dir>/run.json atomically.
+void write_run_record(const RunRecord& record);
+
+// Finds the run for `job` (a job id, a run directory name, or a path to one) under runs_root.
+// With several runs of one job id (different backends), the newest wins.
+std::optional<RunRecord> find_run(const std::string& runs_root, const std::string& job);
+
+// All runs under runs_root, oldest first.
+std::vector<RunRecord> list_runs(const std::string& runs_root);
+
+std::string utc_now_iso8601();
+
+}  // namespace hpc
