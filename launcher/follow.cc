@@ -81,8 +81,9 @@ class Follower {
 
   JobStatus status_;
   bool have_status_ = false;
-  std::string last_state_;
+  std::string last_state_, last_reason_;
   int last_restarts_ = 0;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::string unreachable_;
   std::chrono::steady_clock::time_point unreachable_since_;
   LogTail stdout_, stderr_;
@@ -148,9 +149,11 @@ void Follower::poll_state() {
     return;
   }
   if (!status_.found) return;
-  if (status_.state != last_state_ || status_.restarts != last_restarts_) {
+  bool pending = status_.state == "PENDING";
+  if (status_.state != last_state_ || status_.restarts != last_restarts_ ||
+      (pending && status_.reason != last_reason_)) {
     std::string line = "job " + id_ + " " + status_.state;
-    if (!status_.reason.empty()) line += " (" + status_.reason + ")";
+    if (!status_.reason.empty() && !status_.terminal()) line += " (" + status_.reason + ")";
     if (!status_.nodes.empty() && status_.state != "PENDING") line += " on " + status_.nodes;
     if (status_.restarts != last_restarts_) line += ", restart " + std::to_string(status_.restarts);
     if (status_.state == "REQUEUED" || (status_.restarts > last_restarts_))
@@ -158,6 +161,7 @@ void Follower::poll_state() {
     if (!status_.detail.empty() && status_.terminal()) line += " " + status_.detail;
     if (!(o_.live_status && last_state_.empty() && status_.state == "RUNNING")) say(line);
     last_state_ = status_.state;
+    last_reason_ = status_.reason;
     last_restarts_ = status_.restarts;
   }
   if (stdout_.path.empty() && !status_.stdout_path.empty()) stdout_.path = status_.stdout_path;
@@ -257,7 +261,7 @@ int Follower::finish() {
   if (status_.exit_signal > 0) line += " (signal " + std::to_string(status_.exit_signal) + ")";
   if (status_.elapsed_seconds >= 0) line += " after " + format_duration(status_.elapsed_seconds);
   if (!status_.detail.empty()) line += " " + status_.detail;
-  if (!stdout_.path.empty() && code != 0) line += "; log: " + stdout_.path;
+  if (!stdout_.path.empty() && code != 0 && stdout_.offset > 0) line += "; log: " + stdout_.path;
   say(line);
   return code;
 }
@@ -289,13 +293,27 @@ int Follower::run() {
     if (now >= next_state) {
       poll_state();
       read_metrics();
-      next_state = now + o_.state_interval;
+      // Poll briskly while a fresh job starts, then settle (scontrol costs CPU on both ends).
+      bool starting = now - started_ < std::chrono::seconds(10);
+      next_state = now + (starting ? std::min(o_.state_interval, std::chrono::milliseconds(500))
+                                   : o_.state_interval);
+      if (have_status_ && !status_.found && !o_.known_stdout_path.empty() && stdout_.path.empty()) {
+        stdout_.path = o_.known_stdout_path;  // print what the log holds, then report
+        drain_logs();
+        emit_lines(stdout_, "", out_, true);
+      }
       if (have_status_ && !status_.found) {
         say("job " + id_ + " is not known to the scheduler (" +
             (status_.detail.empty() ? "it may have ended long ago" : status_.detail) +
             "); no accounting (sacct) to ask");
         return follow_exit::kLost;
       }
+    }
+    if (!o_.follow && !have_status_ && !o_.known_stdout_path.empty()) {
+      stdout_.path = o_.known_stdout_path;  // scheduler unreachable: the log is still here
+      drain_logs();
+      emit_lines(stdout_, "", out_, true);
+      return 0;
     }
     drain_logs();
     if (have_status_ && status_.terminal()) return finish();

@@ -38,6 +38,7 @@ struct FollowOptions {
   std::chrono::milliseconds state_interval{2000};
   std::string metrics_path;  // trainer's metrics (JSON lines) on the backend host; "" = none
   long max_steps = 0;        // for "step 120/1000"
+  std::string known_stdout_path;  // the log, when the scheduler no longer knows the job
 };
 
 // Follows until the job ends (or Ctrl-C) and returns the exit status for hpclaunch.

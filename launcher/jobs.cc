@@ -107,6 +107,10 @@ int submit_and_follow(const Spec& spec, const std::string& script, const Backend
   } else {
     record.local_dir = submitted.run_dir;
   }
+  try {
+    record.stdout_path = backend->status(record.job_id).stdout_path;  // for logs when Slurm forgot
+  } catch (const BackendError&) {
+  }
   write_run_record(record);
 
   std::cerr << "hpclaunch: submitted job " << record.job_id << " (" << spec.preset << ", "
@@ -186,6 +190,7 @@ int show_logs(const std::string& job, const BackendChoice& choice, bool follow,
   f.live_status = follow && isatty(STDERR_FILENO);
   if (!run.record.run_dir.empty()) f.metrics_path = run.record.run_dir + "/metrics.jsonl";
   f.max_steps = run.record.max_steps;
+  f.known_stdout_path = run.record.stdout_path;
   int code = follow_job(*run.backend, run.record.job_id, f, std::cout, std::cerr);
   return follow ? code : 0;
 }

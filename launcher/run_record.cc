@@ -19,6 +19,7 @@ json RunRecord::to_json() const {
               {"host", host},
               {"ssh_target", ssh_target},
               {"run_dir", run_dir},
+              {"stdout_path", stdout_path},
               {"submit_command", submit_command},
               {"submitted_at", submitted_at},
               {"hpclaunch_version", hpclaunch_version},
@@ -40,6 +41,7 @@ RunRecord RunRecord::from_json(const json& j) {
   r.host = s("host");
   r.ssh_target = s("ssh_target");
   r.run_dir = s("run_dir");
+  r.stdout_path = s("stdout_path");
   r.submit_command = s("submit_command");
   r.submitted_at = s("submitted_at");
   r.hpclaunch_version = s("hpclaunch_version");

@@ -17,6 +17,7 @@ struct RunRecord {
   std::string host;            // where it was submitted
   std::string ssh_target;      // for ssh: the --host value to reconnect with
   std::string run_dir;         // on the backend's host
+  std::string stdout_path;     // the job's log on the backend's host, as Slurm named it
   std::string local_dir;       // this machine's copy of the record
   std::string submit_command;
   std::string submitted_at;    // ISO 8601, UTC

@@ -305,6 +305,10 @@ JobStatus SlurmBackend::status(const std::string& job_id) {
   if (r.timed_out || is_controller_unreachable(why))
     throw BackendError("cannot reach slurmctld from " + host_->name() + ": " +
                        (why.empty() ? "scontrol timed out" : why));
+  if (why.find("Invalid job id") == std::string::npos) {
+    throw BackendError("scontrol show job " + job_id + " on " + host_->name() + " failed: " +
+                       (why.empty() ? r.summary("scontrol") : why));
+  }
   // The controller forgot the job (older than MinJobAge): accounting may still know it.
   if (auto s = status_from_sacct(job_id)) return *s;
   JobStatus gone;
