@@ -5,6 +5,10 @@
 #include "error.h"
 #include "json_file.h"
 #include "shell.h"
+#include "suggest.h"
+
+#include <algorithm>
+#include <regex>
 
 namespace hpc {
 namespace {
@@ -100,6 +104,34 @@ std::string remove_dropped_lines(std::string text) {
   }
   out.append(text, start, std::string::npos);
   return out;
+}
+
+// Every name template_data() provides, at any depth. A template naming anything else gets an
+// error instead of silently rendering nothing (render_test checks the two agree).
+const std::vector<std::string>& known_template_names() {
+  static const std::vector<std::string> names = {
+      "version", "command", "preset", "cluster", "strategy", "spec_hash", "nodes",
+      "gpus_per_node", "world_size", "sbatch", "directive", "has_modules", "modules", "name",
+      "has_setup", "setup", "line", "nccl", "value", "has_reason", "reason", "text", "p2p_auto",
+      "p2p_reason", "env", "has_ib_suffix", "ib_suffix", "resolve_master_addr", "port_min",
+      "port_max", "port_span", "requeue", "signal_seconds", "max_requeues", "srun_wait",
+      "ntasks_per_node", "cpus_per_task", "trainer_program", "trainer_args", "arg"};
+  return names;
+}
+
+void check_template_names(const std::string& text, const std::string& origin) {
+  static const std::regex tag(R"(\{\{(\{?)\s*([#^/&]?)\s*([A-Za-z0-9_.]+)\s*\}?\}\})");
+  const auto& known = known_template_names();
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), tag); it != std::sregex_iterator(); ++it) {
+    std::string name = (*it)[3].str();
+    if (name == ".") continue;
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      auto [line, column] = line_column_at(text, static_cast<size_t>(it->position(0)));
+      throw UserError(origin + ":" + std::to_string(line) + ":" + std::to_string(column),
+                      "the template uses {{" + name + "}}, which hpclaunch does not provide",
+                      suggest_fix(name, known, "names (docs/templates.md)"));
+    }
+  }
 }
 
 data flag(bool b) { return b ? data::type::bool_true : data::type::bool_false; }
@@ -225,6 +257,7 @@ ScriptTemplate ScriptTemplate::from_text(std::string text, std::string origin) {
     throw UserError(where, "template does not parse: " + msg,
                     "fix the mustache syntax (compare with the built-in templates/sbatch.sh.mustache)");
   }
+  check_template_names(text, origin);
   ScriptTemplate t;
   t.text_ = std::move(text);
   t.origin_ = std::move(origin);

@@ -84,3 +84,9 @@ TEST_CASE("render: a broken template is reported with its file", "[render]") {
   CHECK_THROWS_WITH(hpc::ScriptTemplate::from_text("{{#open}} never closed", "my.mustache"),
                     Catch::Contains("my.mustache") && Catch::Contains("does not parse"));
 }
+
+TEST_CASE("render: a template naming an unknown variable is refused", "[render]") {
+  CHECK_THROWS_WITH(hpc::ScriptTemplate::from_text("#!/bin/bash\necho {{job_nmae}}\n", "t.mustache"),
+                    Catch::Contains("t.mustache:2:6") && Catch::Contains("{{job_nmae}}"));
+  CHECK_NOTHROW(hpc::ScriptTemplate::from_text("{{#sbatch}}{{{directive}}}{{/sbatch}}", "ok"));
+}

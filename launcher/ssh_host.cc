@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -218,6 +219,9 @@ SshHost::SshHost(SshHostOptions options) : options_(std::move(options)) {
 SshHost::~SshHost() { disconnect(); }
 
 ssh_session SshHost::new_session() const {
+  // libssh prints its warnings to stderr (skipped known_hosts files, unknown global requests):
+  // our errors say what matters in one line. LIBSSH_DEBUG=N still shows them.
+  if (std::getenv("LIBSSH_DEBUG") == nullptr) ssh_set_log_level(SSH_LOG_NOLOG);
   SessionPtr s(ssh_new());
   if (!s) throw BackendError("cannot create an SSH session (out of memory)");
   auto set = [&](ssh_options_e option, const void* value, const char* what) {
@@ -592,7 +596,9 @@ CommandResult SshHost::run(const std::vector<std::string>& argv, const CommandOp
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
       result.timed_out = true;
-      // Kill what runs there (OpenSSH >= 7.9 passes the signal on), then close our end.
+      // Kill what runs there, then close our end. OpenSSH >= 7.9 passes the signal on to the
+      // command's process group, but refuses it for root logins (no privilege separation):
+      // then the command runs on until it ends by itself.
       ssh_channel_request_send_signal(channel.get(), "KILL");
       ssh_channel_close(channel.get());
       break;
