@@ -219,9 +219,6 @@ SshHost::SshHost(SshHostOptions options) : options_(std::move(options)) {
 SshHost::~SshHost() { disconnect(); }
 
 ssh_session SshHost::new_session() const {
-  // libssh prints its warnings to stderr (skipped known_hosts files, unknown global requests):
-  // our errors say what matters in one line. LIBSSH_DEBUG=N still shows them.
-  if (std::getenv("LIBSSH_DEBUG") == nullptr) ssh_set_log_level(SSH_LOG_NOLOG);
   SessionPtr s(ssh_new());
   if (!s) throw BackendError("cannot create an SSH session (out of memory)");
   auto set = [&](ssh_options_e option, const void* value, const char* what) {
@@ -251,6 +248,16 @@ ssh_session SshHost::new_session() const {
   // Unknown keys are refused unless accept_new_host_key, whatever the config says.
   int strict = 1;
   set(SSH_OPTIONS_STRICTHOSTKEYCHECK, &strict, "StrictHostKeyChecking");
+  // Every SFTP call waits for its answer: Nagle's algorithm would add a delayed ACK to each.
+  int nodelay = 1;
+  set(SSH_OPTIONS_NODELAY, &nodelay, "TCP_NODELAY");
+  // libssh prints warnings to stderr (skipped known_hosts files, unknown global requests),
+  // also when the config says LogLevel: our errors say what matters in one line.
+  // LIBSSH_DEBUG=N still shows them.
+  if (std::getenv("LIBSSH_DEBUG") == nullptr) {
+    int quiet = SSH_LOG_NOLOG;
+    set(SSH_OPTIONS_LOG_VERBOSITY, &quiet, "log level");
+  }
   ssh_set_callbacks(s.get(), session_callbacks());
   return s.release();
 }
