@@ -10,12 +10,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -185,6 +187,85 @@ void on_exit_signal(ssh_session, ssh_channel, const char* signal, int, const cha
 }
 
 }  // namespace
+
+// Puts a deadline on libssh calls that could otherwise wait forever: libssh 0.10's SFTP client
+// retries a read that timed out, without end, so a server that stops answering (a hung file
+// system under sftp-server, a peer that vanished without a reset) would hang follow mode.
+// When the deadline passes, the socket is shut down (from this thread only the kernel's socket
+// is touched, never libssh): the call fails, and with_connection() reconnects.
+class SocketWatchdog {
+ public:
+  SocketWatchdog() : thread_([this] { loop(); }) {}
+  ~SocketWatchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+  void arm(int fd, Clock::time_point deadline) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      fd_ = fd;
+      deadline_ = deadline;
+      fired_ = false;
+    }
+    wake_.notify_one();
+  }
+  // After this returns the socket is not touched any more; true if the deadline had passed.
+  bool disarm() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fd_ = -1;
+    return fired_;
+  }
+  bool fired() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return fired_;
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stop_) {
+      if (fd_ < 0) {
+        wake_.wait(lock);
+      } else if (Clock::now() < deadline_) {
+        wake_.wait_until(lock, deadline_);
+      } else {
+        shutdown(fd_, SHUT_RDWR);
+        fired_ = true;
+        fd_ = -1;
+      }
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  int fd_ = -1;
+  Clock::time_point deadline_;
+  bool stop_ = false;
+  bool fired_ = false;
+  std::thread thread_;  // last: starts when the rest is ready
+};
+
+// Arms the watchdog for one file operation; disarms it when the operation is over.
+class SshHost::Deadline {
+ public:
+  Deadline(SocketWatchdog& watchdog, int fd, std::chrono::seconds limit) : watchdog_(watchdog) {
+    watchdog_.arm(fd, Clock::now() + limit);
+  }
+  ~Deadline() { watchdog_.disarm(); }
+  Deadline(const Deadline&) = delete;
+  Deadline& operator=(const Deadline&) = delete;
+
+ private:
+  SocketWatchdog& watchdog_;
+};
+
+SshHost::Deadline SshHost::io_deadline() {
+  if (!watchdog_) watchdog_ = std::make_unique<SocketWatchdog>();
+  return Deadline(*watchdog_, ssh_get_fd(session_), options_.io_timeout);
+}
 
 SshHost::SshHost(SshHostOptions options) : options_(std::move(options)) {
   if (options_.host.empty()) {
@@ -394,6 +475,10 @@ void SshHost::open_session() {
     tried = "ssh-agent and the keys of the ssh config and ~/.ssh";
   }
   if (rc == SSH_AUTH_ERROR) throw NetworkError(error_of(s.get()));
+  if (rc == SSH_AUTH_AGAIN) {
+    throw NetworkError("no answer to the login within " +
+                       std::to_string(options_.connect_timeout.count()) + " s");
+  }
   if (rc != SSH_AUTH_SUCCESS) {
     int methods = ssh_userauth_list(s.get(), nullptr);
     std::string partial = rc == SSH_AUTH_PARTIAL ? " (the key was accepted, but it wants more)" : "";
@@ -450,13 +535,16 @@ sftp_session SshHost::sftp() {
 
 // After a failed SFTP call: the status the server gave, or ConnectionLost when there was none.
 int SshHost::sftp_status() {
+  if (watchdog_ && watchdog_->fired()) {
+    throw ConnectionLost("no answer within " + std::to_string(options_.io_timeout.count()) +
+                         " s");
+  }
   if (!session_alive()) throw ConnectionLost(error_of(session_));
   int code = sftp_get_error(sftp_);
-  if (code == SSH_FX_OK || code == SSH_FX_CONNECTION_LOST || code == SSH_FX_NO_CONNECTION) {
-    std::string why = error_of(session_);
-    disconnect();  // an answer may still be on its way: never read it as the next reply
-    throw ConnectionLost(why);
-  }
+  // No status at all: the answer did not come in time. It may still be on its way, so this
+  // session must not be used again (with_connection replaces it once open files are closed).
+  if (code == SSH_FX_OK || code == SSH_FX_CONNECTION_LOST || code == SSH_FX_NO_CONNECTION)
+    throw ConnectionLost(error_of(session_));
   return code;
 }
 
@@ -468,6 +556,7 @@ void SshHost::throw_sftp_error(const std::string& what, const std::string& path,
 std::string SshHost::home() {
   if (!home_.empty()) return home_;
   home_ = with_connection([&] {
+    Deadline deadline = io_deadline();
     sftp_session s = sftp();
     char* raw = sftp_canonicalize_path(s, ".");
     if (raw == nullptr) {
@@ -655,6 +744,7 @@ void SshHost::make_dirs(const std::string& path) {
 }
 
 void SshHost::make_dirs_now(const std::string& target) {
+  Deadline deadline = io_deadline();
   sftp_session s = sftp();
   auto is_dir = [&](const std::string& p, bool* exists) {
     s->errnum = SSH_FX_OK;
@@ -702,43 +792,42 @@ void SshHost::write_file(const std::string& path, const std::string& content, in
 }
 
 void SshHost::write_file_now(const std::string& target, const std::string& content, int mode) {
-  sftp_session s = sftp();
   size_t slash = target.rfind('/');
   std::string dir = slash == std::string::npos ? "" : target.substr(0, slash + 1);
   std::string base = slash == std::string::npos ? target : target.substr(slash + 1);
   std::string temp = dir + "." + base + ".hpclaunch-" + std::to_string(getpid()) + "-" +
                      std::to_string(++temp_counter_) + ".tmp";
   bool temp_exists = false;
-  auto remove_temp = [&] {
-    if (temp_exists && session_alive()) sftp_unlink(s, temp.c_str());
-  };
   try {
     {
-      s->errnum = SSH_FX_OK;
-      FilePtr f(sftp_open(s, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600));
-      if (!f) throw_sftp_error("write", target, sftp_status());
-      temp_exists = true;
-      for (size_t done = 0; done < content.size();) {
-        size_t n = std::min<size_t>(content.size() - done, 32768);
-        ssize_t w = sftp_write(f.get(), content.data() + done, n);
-        if (w <= 0) throw_sftp_error("write", target, sftp_status());
-        done += static_cast<size_t>(w);
+      Deadline deadline = io_deadline();
+      sftp_session s = sftp();
+      {
+        FilePtr f(sftp_open(s, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600));
+        if (!f) throw_sftp_error("write", target, sftp_status());
+        temp_exists = true;
+        for (size_t done = 0; done < content.size();) {
+          size_t n = std::min<size_t>(content.size() - done, 32768);
+          s->errnum = SSH_FX_OK;
+          ssize_t w = sftp_write(f.get(), content.data() + done, n);
+          if (w <= 0) throw_sftp_error("write", target, sftp_status());
+          done += static_cast<size_t>(w);
+        }
+        s->errnum = SSH_FX_OK;
+        if (sftp_close(f.release()) != SSH_OK) throw_sftp_error("write", target, sftp_status());
       }
-      sftp_file raw = f.release();
       s->errnum = SSH_FX_OK;
-      if (sftp_close(raw) != SSH_OK) throw_sftp_error("write", target, sftp_status());
+      if (sftp_chmod(s, temp.c_str(), static_cast<mode_t>(mode)) != SSH_OK)
+        throw_sftp_error("set the mode of", target, sftp_status());
+      s->errnum = SSH_FX_OK;
+      if (sftp_rename(s, temp.c_str(), target.c_str()) == SSH_OK) return;
+      int code = sftp_status();
+      s->errnum = SSH_FX_OK;
+      AttributesPtr existing(sftp_stat(s, target.c_str()));
+      if (!existing) throw_sftp_error("write", target, code);
     }
-    s->errnum = SSH_FX_OK;
-    if (sftp_chmod(s, temp.c_str(), static_cast<mode_t>(mode)) != SSH_OK)
-      throw_sftp_error("set the mode of", target, sftp_status());
-    s->errnum = SSH_FX_OK;
-    if (sftp_rename(s, temp.c_str(), target.c_str()) == SSH_OK) return;
-    int code = sftp_status();
-    // SFTP v3 rename refuses an existing target (OpenSSH links, then unlinks); libssh 0.10
-    // has no posix-rename@openssh.com. mv is rename(2): still atomic.
-    s->errnum = SSH_FX_OK;
-    AttributesPtr existing(sftp_stat(s, target.c_str()));
-    if (!existing) throw_sftp_error("write", target, code);
+    // SFTP v3 rename refuses an existing target (OpenSSH links, then unlinks), and libssh 0.10
+    // cannot send posix-rename@openssh.com. mv is rename(2): the swap is still atomic.
     CommandOptions o;
     o.timeout = std::chrono::seconds(std::max<long>(30, options_.connect_timeout.count()));
     CommandResult r = run({"mv", "-f", "--", temp, target}, o);
@@ -747,7 +836,11 @@ void SshHost::write_file_now(const std::string& target, const std::string& conte
                          r.summary("mv"));
     }
   } catch (...) {
-    remove_temp();
+    // Best effort. sftp_, not s: the mv may have reconnected (then the temp file stays).
+    if (temp_exists && session_alive() && sftp_) {
+      Deadline deadline = io_deadline();
+      sftp_unlink(sftp_, temp.c_str());
+    }
     throw;
   }
 }
@@ -760,6 +853,7 @@ LogChunk SshHost::read_file(const std::string& path, uint64_t offset, size_t max
 LogChunk SshHost::read_file_now(const std::string& target, uint64_t offset, size_t max_bytes) {
   LogChunk chunk;
   chunk.next_offset = offset;
+  Deadline deadline = io_deadline();
   sftp_session s = sftp();
   FilePtr f(sftp_open(s, target.c_str(), O_RDONLY, 0));
   if (!f) {

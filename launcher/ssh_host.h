@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "host.h"
@@ -16,6 +17,8 @@ struct ssh_session_struct;
 struct sftp_session_struct;
 
 namespace hpc {
+
+class SocketWatchdog;  // ssh_host.cc
 
 struct SshHostOptions {
   // "login1", "user@login1", or a Host alias of the ssh config (HostName, User, Port,
@@ -30,6 +33,9 @@ struct SshHostOptions {
   // A key that differs from the recorded one is refused always.
   bool accept_new_host_key = false;
   std::chrono::seconds connect_timeout{15};  // also bounds every wait for the server
+  // The longest one file operation (make_dirs, write_file, read_file) may take; after that
+  // the connection counts as dead and is replaced.
+  std::chrono::seconds io_timeout{60};
   // After a drop: this many connection attempts, `reconnect_delay` apart, doubling.
   int reconnect_attempts = 3;
   std::chrono::milliseconds reconnect_delay{500};
@@ -79,6 +85,8 @@ class SshHost : public Host {
   int sftp_status();
   [[noreturn]] void throw_sftp_error(const std::string& what, const std::string& path, int code);
   std::string remote_path(const std::string& path);
+  class Deadline;
+  Deadline io_deadline();
   void make_dirs_now(const std::string& path);
   void write_file_now(const std::string& path, const std::string& content, int mode);
   LogChunk read_file_now(const std::string& path, uint64_t offset, size_t max_bytes);
@@ -94,6 +102,7 @@ class SshHost : public Host {
   int reconnects_ = 0;
   std::string home_;         // remote home directory, once asked
   unsigned temp_counter_ = 0;
+  std::unique_ptr<SocketWatchdog> watchdog_;  // puts io_timeout on SFTP calls
 };
 
 }  // namespace hpc

@@ -209,6 +209,8 @@ TEST_CASE("network blips: reconnects, and gives up after the bounded attempts",
               known_hosts_entry(relay.port()) + " " + host_public_key() + "\n");
   o.reconnect_attempts = 3;
   o.reconnect_delay = std::chrono::milliseconds(50);
+  o.connect_timeout = std::chrono::seconds(1);
+  o.io_timeout = std::chrono::seconds(1);
   SshHost host(o);
   REQUIRE(host.run({"true"}).ok());
   CHECK(relay.accepted() == 1);
@@ -246,6 +248,22 @@ TEST_CASE("network blips: reconnects, and gives up after the bounded attempts",
     back.join();
     CHECK(r.out == "ok\n");
     CHECK(host.reconnects() == 1);
+  }
+
+  SECTION("a connection that stops answering is replaced after io_timeout") {
+    // Bytes vanish in the relay, nothing is closed: libssh alone would wait for ever.
+    write_local(dir + "/log", "line\n");
+    relay.freeze();
+    auto start = std::chrono::steady_clock::now();
+    CHECK(host.read_file(dir + "/log", 0, 100).data == "line\n");
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(4));
+    CHECK(host.reconnects() == 1);
+    relay.freeze();
+    host.make_dirs(dir + "/d1");
+    CHECK(local_exists(dir + "/d1"));
+    relay.freeze();
+    CHECK(host.run({"echo", "x"}).out == "x\n");  // opening the channel times out first
+    CHECK(host.reconnects() == 3);
   }
 
   SECTION("the server stays away: one line after the attempts, then it works again") {

@@ -130,9 +130,10 @@ void TcpRelay::listen_now() {
   listen(listen_fd_, 16);
 }
 
-void TcpRelay::request(bool cut, bool refuse) {
+void TcpRelay::request(bool cut, bool refuse, bool freeze) {
   cut_ = cut;
   refuse_ = refuse;
+  freeze_ = freeze;
   int want = ++requested_;
   char c = 0;
   (void)!write(wake_[1], &c, 1);
@@ -142,19 +143,27 @@ void TcpRelay::request(bool cut, bool refuse) {
 void TcpRelay::cut() { request(true, refuse_); }
 void TcpRelay::refuse() { request(true, true); }
 void TcpRelay::accept_again() { request(false, false); }
+void TcpRelay::freeze() { request(false, refuse_, true); }
 
 void TcpRelay::loop() {
   std::vector<std::pair<int, int>> links;  // (client, server)
+  std::vector<std::pair<int, int>> frozen;  // open, never read or written again
   auto close_links = [&] {
-    for (auto& [a, b] : links) {
-      close(a);
-      close(b);
+    for (auto* list : {&links, &frozen}) {
+      for (auto& [a, b] : *list) {
+        close(a);
+        close(b);
+      }
+      list->clear();
     }
-    links.clear();
   };
   while (!stop_) {
     if (applied_ < requested_) {
       if (cut_) close_links();
+      if (freeze_) {
+        frozen.insert(frozen.end(), links.begin(), links.end());
+        links.clear();
+      }
       if (refuse_ && listen_fd_ >= 0) {
         close(listen_fd_);
         listen_fd_ = -1;
@@ -166,7 +175,7 @@ void TcpRelay::loop() {
     std::vector<pollfd> p;
     p.push_back({wake_[0], POLLIN, 0});
     if (listen_fd_ >= 0) p.push_back({listen_fd_, POLLIN, 0});
-    size_t first_link = p.size();
+    const size_t first_link = p.size(), polled_links = links.size();
     for (auto& [a, b] : links) {
       p.push_back({a, POLLIN, 0});
       p.push_back({b, POLLIN, 0});
@@ -192,7 +201,7 @@ void TcpRelay::loop() {
       }
     }
     std::vector<size_t> dead;
-    for (size_t i = 0; i < links.size(); ++i) {
+    for (size_t i = 0; i < polled_links; ++i) {  // not the one accepted just now
       for (int side = 0; side < 2; ++side) {
         const pollfd& q = p[first_link + 2 * i + side];
         if (!q.revents) continue;

@@ -36,7 +36,8 @@ bool local_exists(const std::string& path);
 int closed_port();
 
 // Forwards 127.0.0.1:port() to 127.0.0.1:target. cut() closes every forwarded connection
-// (a network blip); refuse() also stops accepting new ones (the server is gone).
+// (a network blip); refuse() also stops accepting new ones (the server is gone); freeze()
+// stops moving bytes on the connections there are, closing nothing (a peer that hangs).
 class TcpRelay {
  public:
   explicit TcpRelay(int target);
@@ -47,11 +48,12 @@ class TcpRelay {
   int accepted() const { return accepted_; }
   void cut();
   void refuse();
+  void freeze();
   void accept_again();
 
  private:
   void loop();
-  void request(bool cut, bool refuse);  // applied by the relay's thread; waits until it is
+  void request(bool cut, bool refuse, bool freeze = false);  // applied by the relay's thread; waits until it is
   void listen_now();
   int target_;
   int port_ = 0;
@@ -59,7 +61,7 @@ class TcpRelay {
   int wake_[2] = {-1, -1};
   std::atomic<int> accepted_{0};
   std::atomic<int> requested_{0}, applied_{0};
-  std::atomic<bool> stop_{false}, cut_{false}, refuse_{false};
+  std::atomic<bool> stop_{false}, cut_{false}, refuse_{false}, freeze_{false};
   std::thread thread_;
 };
 
