@@ -1,5 +1,7 @@
 #include "model.h"
 
+#include "softmax_xent.h"
+
 #include <cmath>
 
 #include <ATen/autocast_mode.h>
@@ -174,58 +176,73 @@ torch::Tensor GptImpl::loss(const torch::Tensor& idx, const torch::Tensor& targe
 
 namespace {
 
-struct ChunkScratch {
-  torch::Tensor logits, logp;  // [rows, V], reused by every chunk
-};
+// CPU, fp32: one [rows, V] buffer per call; the softmax cross-entropy kernel turns each row of
+// logits into its gradient while the row is in cache (softmax_xent.h), and the 1/N of the mean is
+// folded in there, so the two products that follow need no extra pass.
+torch::Tensor head_loss_cpu(const torch::Tensor& x, const torch::Tensor& w,
+                            const torch::Tensor& targets, int64_t chunk_rows, torch::Tensor* dx,
+                            torch::Tensor* dw) {
+  const int64_t N = x.size(0), V = w.size(0);
+  const auto xc_all = x.contiguous();                 // [N, C]
+  const auto wt = w.t();                              // [C, V]
+  const auto tgt = targets.contiguous();              // [N]
+  auto losses = torch::empty({N}, x.options());       // per-row loss
+  auto buf = torch::empty({std::min(chunk_rows, N), V}, x.options());
+  const float scale = dx ? float(1.0 / double(N)) : 0.0f;
+  for (int64_t r0 = 0; r0 < N; r0 += chunk_rows) {
+    const int64_t n = std::min(chunk_rows, N - r0);
+    auto xc = xc_all.narrow(0, r0, n);                // [n, C]
+    auto g = buf.narrow(0, 0, n);                     // [n, V]
+    at::mm_out(g, xc, wt);                            // logits
+    softmax_xent_rows(g.data_ptr<float>(), n, V, V, tgt.data_ptr<int64_t>() + r0,
+                      losses.data_ptr<float>() + r0, scale);  // -> (softmax - onehot) / N
+    if (!dx) continue;
+    auto dxc = dx->narrow(0, r0, n);
+    at::mm_out(dxc, g, w);                            // [n, C] = [n, V] x [V, C]
+    if (r0 == 0) at::mm_out(*dw, g.t(), xc);          // [V, C] = [V, n] x [n, C]
+    else dw->addmm_(g.t(), xc);
+  }
+  return losses.mean();
+}
 
-// Mean loss; when dx/dw are defined, also fills dx [N, C] and accumulates dw [V, C] (unscaled
-// by the incoming gradient).
+// Any device or dtype: the same chunking with ATen's operators.
+torch::Tensor head_loss_generic(const torch::Tensor& x, const torch::Tensor& w,
+                                const torch::Tensor& targets, int64_t chunk_rows,
+                                c10::ScalarType mdt, torch::Tensor* dx, torch::Tensor* dw) {
+  const int64_t N = x.size(0);
+  const torch::Tensor xm = x.to(mdt);  // [N, C]
+  const torch::Tensor wm = w.to(mdt);  // [V, C]
+  const double inv_n = 1.0 / double(N);
+  auto losses = torch::empty({N}, x.options().dtype(at::kFloat));
+  for (int64_t r0 = 0; r0 < N; r0 += chunk_rows) {
+    const int64_t n = std::min(chunk_rows, N - r0);
+    auto xc = xm.narrow(0, r0, n);                              // [n, C]
+    auto tc = targets.narrow(0, r0, n).unsqueeze(1);            // [n, 1]
+    auto logp = at::_log_softmax(at::mm(xc, wm.t()).to(at::kFloat), 1, false);  // [n, V]
+    losses.narrow(0, r0, n).copy_(logp.gather(1, tc).squeeze(1).neg());
+    if (!dx) continue;
+    auto g = logp.exp_();                                       // softmax
+    g.scatter_add_(1, tc, torch::full({n, 1}, -1.0f, g.options()));  // - onehot
+    auto gm = g.to(mdt);
+    dx->narrow(0, r0, n).copy_(at::mm(gm, wm).mul_(inv_n));
+    dw->add_(at::mm(gm.t(), xc), inv_n);
+  }
+  return losses.mean();
+}
+
+// Mean loss; when dx/dw are given, also fills dx [N, C] and dw [V, C] (not yet scaled by the
+// incoming gradient).
 torch::Tensor head_loss_pass(const torch::Tensor& x, const torch::Tensor& w,
                              const torch::Tensor& targets, int64_t chunk_rows,
                              c10::ScalarType mdt, torch::Tensor* dx, torch::Tensor* dw) {
   // Autocast would re-cast each product; the dtypes here are chosen explicitly instead.
   c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
-  const int64_t N = x.size(0);
-  const bool same = x.scalar_type() == mdt && w.scalar_type() == mdt;
-  const torch::Tensor xm = same ? x : x.to(mdt);  // [N, C]
-  const torch::Tensor wm = same ? w : w.to(mdt);  // [V, C]
-  const torch::Tensor wt = wm.t();                // [C, V]
-  const double inv_n = 1.0 / double(N);
-  auto losses = torch::empty({N}, x.options().dtype(at::kFloat));  // per-row loss
-  ChunkScratch s;
-  for (int64_t r0 = 0; r0 < N; r0 += chunk_rows) {
-    const int64_t n = std::min(chunk_rows, N - r0);
-    auto xc = xm.narrow(0, r0, n);                             // [n, C]
-    auto tc = targets.narrow(0, r0, n).unsqueeze(1);           // [n, 1]
-    torch::Tensor logp;                                        // [n, V] fp32
-    if (same && mdt == at::kFloat) {
-      if (!s.logits.defined() || s.logits.size(0) != n) {
-        s.logits = torch::empty({n, wm.size(0)}, x.options());
-        s.logp = torch::empty_like(s.logits);
-      }
-      at::mm_out(s.logits, xc, wt);                            // [n, V]
-      at::_log_softmax_out(s.logp, s.logits, 1, false);
-      logp = s.logp;
-    } else {
-      logp = at::_log_softmax(at::mm(xc, wt).to(at::kFloat), 1, false);
-    }
-    losses.narrow(0, r0, n).copy_(logp.gather(1, tc).squeeze(1).neg());
-    if (dx == nullptr) continue;
-    // logp -> softmax - onehot: d loss_i / d l_i (before the 1/N of the mean)
-    auto g = logp.exp_();
-    g.scatter_add_(1, tc, torch::full({n, 1}, -1.0f, g.options()));
-    if (same && mdt == at::kFloat) {
-      auto dxc = dx->narrow(0, r0, n);
-      at::mm_out(dxc, g, wm);                                  // [n, C]
-      dxc.mul_(inv_n);
-      dw->addmm_(g.t(), xc, 1.0, inv_n);                       // [V, C] += [V, n] x [n, C]
-    } else {
-      auto gm = g.to(mdt);
-      dx->narrow(0, r0, n).copy_(at::mm(gm, wm).mul_(inv_n));
-      dw->add_(at::mm(gm.t(), xc), inv_n);
-    }
+  if (x.is_cpu() && x.scalar_type() == at::kFloat && w.scalar_type() == at::kFloat &&
+      mdt == at::kFloat) {
+    return head_loss_cpu(x, w, targets, chunk_rows, dx, dw);
   }
-  return losses.mean();
+  if (dw) dw->zero_();
+  return head_loss_generic(x, w, targets, chunk_rows, mdt, dx, dw);
 }
 
 class ChunkedHeadLossFn : public torch::autograd::Function<ChunkedHeadLossFn> {
@@ -234,7 +251,7 @@ class ChunkedHeadLossFn : public torch::autograd::Function<ChunkedHeadLossFn> {
                                const torch::Tensor& w, const torch::Tensor& targets,
                                int64_t chunk_rows, int64_t mdt) {
     auto dx = torch::empty(x.sizes(), x.options().dtype(at::kFloat));
-    auto dw = torch::zeros(w.sizes(), w.options().dtype(at::kFloat));
+    auto dw = torch::empty(w.sizes(), w.options().dtype(at::kFloat));
     auto loss = head_loss_pass(x, w, targets, chunk_rows, static_cast<c10::ScalarType>(mdt), &dx, &dw);
     ctx->saved_data["dx"] = dx.to(x.scalar_type());
     ctx->saved_data["dw"] = dw.to(w.scalar_type());

@@ -1,5 +1,7 @@
 #include "optim.h"
 
+#include "optim_cpu.h"
+
 #include <cmath>
 
 #include <torch/torch.h>
@@ -19,6 +21,14 @@ void AdamW::zero_grad() {
   for (auto& p : params_) p.mutable_grad() = at::Tensor();
 }
 
+namespace {
+
+bool plain_cpu_float(const at::Tensor& t) {
+  return t.is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous();
+}
+
+}  // namespace
+
 void AdamW::step(double lr) {
   torch::NoGradGuard no_grad;
   ++steps_;
@@ -30,7 +40,15 @@ void AdamW::step(double lr) {
     auto& p = params_[i];
     const auto& g = p.grad();
     if (!g.defined()) continue;
-    if (decay_[i] && opt_.weight_decay != 0) p.mul_(1.0 - lr * opt_.weight_decay);
+    const double decay = decay_[i] ? 1.0 - lr * opt_.weight_decay : 1.0;
+    if (plain_cpu_float(p) && plain_cpu_float(g) && plain_cpu_float(m_[i]) && plain_cpu_float(v_[i])) {
+      AdamWStep s{float(decay), float(opt_.beta1), float(opt_.beta2), float(bc2_sqrt),
+                  float(opt_.eps), float(step_size)};
+      adamw_update(p.data_ptr<float>(), g.data_ptr<float>(), m_[i].data_ptr<float>(),
+                   v_[i].data_ptr<float>(), p.numel(), s);
+      continue;
+    }
+    if (decay != 1.0) p.mul_(decay);
     m_[i].mul_(opt_.beta1).add_(g, 1.0 - opt_.beta1);
     v_[i].mul_(opt_.beta2).addcmul_(g, g, 1.0 - opt_.beta2);
     auto denom = (v_[i].sqrt() / bc2_sqrt).add_(opt_.eps);
@@ -40,17 +58,24 @@ void AdamW::step(double lr) {
 
 double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
   torch::NoGradGuard no_grad;
-  std::vector<at::Tensor> norms;
+  double sumsq = 0;
+  std::vector<at::Tensor> norms;  // devices other than the CPU: reduced there
   for (const auto& p : params) {
-    if (p.grad().defined()) norms.push_back(at::linalg_vector_norm(p.grad(), 2));
+    const auto& g = p.grad();
+    if (!g.defined()) continue;
+    if (plain_cpu_float(g)) sumsq += sum_of_squares(g.data_ptr<float>(), g.numel());
+    else norms.push_back(at::linalg_vector_norm(g, 2).to(at::kDouble));
   }
-  if (norms.empty()) return 0.0;
-  auto total = at::linalg_vector_norm(at::stack(norms), 2);
-  auto coef = (max_norm / (total + 1e-6)).clamp_max(1.0);
-  for (const auto& p : params) {
-    if (p.grad().defined()) p.grad().mul_(coef);
+  if (!norms.empty()) sumsq += at::stack(norms).pow(2).sum().item<double>();
+  const double total = std::sqrt(sumsq);
+  // torch.nn.utils.clip_grad_norm_'s coefficient; at 1 the multiplication is the identity.
+  const double coef = std::min(1.0, max_norm / (total + 1e-6));
+  if (coef < 1.0) {
+    for (const auto& p : params) {
+      if (p.grad().defined()) p.grad().mul_(coef);
+    }
   }
-  return total.item<double>();
+  return total;
 }
 
 }  // namespace hpc::train
