@@ -481,7 +481,8 @@ void SshHost::open_session() {
   }
   if (rc != SSH_AUTH_SUCCESS) {
     int methods = ssh_userauth_list(s.get(), nullptr);
-    std::string partial = rc == SSH_AUTH_PARTIAL ? " (the key was accepted, but it wants more)" : "";
+    std::string partial =
+        rc == SSH_AUTH_PARTIAL ? " (the key was accepted, but it wants more)" : "";
     throw BackendError(description_ + " refused the login" + partial + ": tried " + tried +
                        "; the server offers " + auth_methods(methods) +
                        "; add your public key to ~/.ssh/authorized_keys there, or name the right "
@@ -491,7 +492,6 @@ void SshHost::open_session() {
   // Follow mode keeps the connection for hours: let TCP notice a peer that vanished.
   int on = 1;
   setsockopt(ssh_get_fd(s.get()), SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
-  known_hosts_ = known_hosts;
   session_ = s.release();
   ever_connected_ = true;
 }
@@ -655,7 +655,8 @@ CommandResult SshHost::run(const std::vector<std::string>& argv, const CommandOp
         uint32_t window = ssh_channel_window_size(channel.get());
         size_t n = std::min<size_t>({input.size() - written, window, 32768});
         if (n > 0) {
-          int w = ssh_channel_write(channel.get(), input.data() + written, static_cast<uint32_t>(n));
+          int w = ssh_channel_write(channel.get(), input.data() + written,
+                                    static_cast<uint32_t>(n));
           if (w == SSH_ERROR) {
             if (!session_alive()) { dead = true; break; }
             written = input.size();  // the command closed its stdin: drop the rest
@@ -700,7 +701,8 @@ CommandResult SshHost::run(const std::vector<std::string>& argv, const CommandOp
       break;
     }
     // Wait for the next packet. With stdin still to send, wake up soon to retry the window.
-    int wait_ms = static_cast<int>(std::min<long long>(left.count(), written < input.size() ? 20 : 1000));
+    int wait_ms =
+        static_cast<int>(std::min<long long>(left.count(), written < input.size() ? 20 : 1000));
     if (ssh_event_dopoll(event, wait_ms) == SSH_ERROR || !session_alive()) {
       if (!session_alive()) { dead = true; break; }
     }
@@ -873,7 +875,8 @@ LogChunk SshHost::read_file_now(const std::string& target, uint64_t offset, size
   size_t got = 0;
   while (got < max_bytes) {
     s->errnum = SSH_FX_OK;
-    ssize_t n = sftp_read(f.get(), chunk.data.data() + got, std::min<size_t>(max_bytes - got, 65536));
+    ssize_t n =
+        sftp_read(f.get(), chunk.data.data() + got, std::min<size_t>(max_bytes - got, 65536));
     if (n == 0) break;
     if (n < 0) throw_sftp_error("read", target, sftp_status());
     got += static_cast<size_t>(n);

@@ -22,7 +22,8 @@ class SocketWatchdog;  // ssh_host.cc
 
 struct SshHostOptions {
   // "login1", "user@login1", or a Host alias of the ssh config (HostName, User, Port,
-  // IdentityFile, UserKnownHostsFile, ProxyJump, ConnectTimeout are honoured).
+  // IdentityFile, UserKnownHostsFile are honoured; ProxyJump and ProxyCommand run the ssh
+  // program). StrictHostKeyChecking is not: see accept_new_host_key.
   std::string host;
   std::string user;               // "": "user@" of `host`, the config's User, or the local user
   int port = 0;                   // 0: the config's Port, else 22
@@ -32,7 +33,9 @@ struct SshHostOptions {
   // Record the key of a host that known_hosts does not list yet, instead of refusing it.
   // A key that differs from the recorded one is refused always.
   bool accept_new_host_key = false;
-  std::chrono::seconds connect_timeout{15};  // also bounds every wait for the server
+  // Bounds connecting and every wait for one answer of the server (the config's
+  // ConnectTimeout is overridden).
+  std::chrono::seconds connect_timeout{15};
   // The longest one file operation (make_dirs, write_file, read_file) may take; after that
   // the connection counts as dead and is replaced.
   std::chrono::seconds io_timeout{60};
@@ -95,7 +98,6 @@ class SshHost : public Host {
   SshHostOptions options_;
   std::string name_;         // user@hostname:port
   std::string description_;  // "testlogin (root@127.0.0.1:2422)" or name_, for messages
-  std::string known_hosts_;  // the file the host key is checked against
   ssh_session_struct* session_ = nullptr;
   sftp_session_struct* sftp_ = nullptr;
   bool ever_connected_ = false;  // a lost connection is re-established, a first one is not

@@ -53,7 +53,8 @@ class TcpRelay {
 
  private:
   void loop();
-  void request(bool cut, bool refuse, bool freeze = false);  // applied by the relay's thread; waits until it is
+  // Applied by the relay's thread; returns once it has been.
+  void request(bool cut, bool refuse, bool freeze = false);
   void listen_now();
   int target_;
   int port_ = 0;
