@@ -395,7 +395,7 @@ void SshHost::reconnect(const std::string& why) {
   throw BackendError("lost the connection to " + description_ + " (" + why + ") and " +
                      std::to_string(options_.reconnect_attempts) +
                      " attempts to reconnect failed: " + last +
-                     "; check that the login node is reachable, then reattach");
+                     "; check that the login node is reachable, then try again");
 }
 
 void SshHost::open_session() {
