@@ -548,8 +548,6 @@ class Supervisor {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    std::string chdir_error = "slurmstepd: error: couldn't chdir to `" + job_.workdir +
-                              "': " + "No such file or directory: going to /tmp instead\n";
 
     pid_t pid = fork();
     if (pid == 0) {
@@ -559,8 +557,10 @@ class Supervisor {
       dup2(out_fd, 1);
       dup2(err_fd, 2);
       close_fds_from(3);
+      // The supervisor is single-threaded: the child may allocate.
       if (chdir(job_.workdir.c_str()) != 0) {
-        write_all(2, chdir_error);
+        write_all(2, "slurmstepd: error: couldn't chdir to `" + job_.workdir + "': " +
+                         std::strerror(errno) + ": going to /tmp instead\n");
         if (chdir("/tmp") != 0) _exit(1);
       }
       sigset_t none;
