@@ -163,7 +163,8 @@ int show_preset(const Catalog& catalog, PresetKind kind, const std::string& name
 
 // Flags that choose where jobs go (run, submit) or where to find them (status, logs, ...).
 struct BackendFlags {
-  std::string backend, host, ssh_config, known_hosts, runs_dir = "runs";
+  std::string backend, host, ssh_config, known_hosts, runs_dir = "runs",
+      remote_runs_dir = "~/hpclaunch-runs";
   bool local = false, accept_new_host_key = false;
 
   void add_to(CLI::App* app, bool submitting) {
@@ -174,6 +175,8 @@ struct BackendFlags {
       app->add_option("--host", host, "submit over SSH to this login node (host or ~/.ssh/config alias)");
       app->add_flag("--accept-new-host-key", accept_new_host_key,
                     "trust and record an unknown SSH host key (a changed key is always refused)");
+      app->add_option("--remote-runs-dir", remote_runs_dir,
+                      "ssh: run directories on the login node (default ~/hpclaunch-runs)");
     }
     app->add_option("--ssh-config", ssh_config, "SSH config file (default ~/.ssh/config)");
     app->add_option("--known-hosts", known_hosts, "known_hosts file (default ~/.ssh/known_hosts)");
@@ -190,6 +193,7 @@ struct BackendFlags {
     c.known_hosts = known_hosts;
     c.accept_new_host_key = accept_new_host_key;
     c.runs_dir = runs_dir;
+    c.remote_runs_dir = remote_runs_dir;
     return c;
   }
 };

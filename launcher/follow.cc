@@ -123,6 +123,7 @@ void Follower::draw_status() {
 }
 
 void Follower::say(const std::string& line) {
+  if (!o_.follow) return;  // `hpclaunch logs` without -f prints the log and nothing else
   clear_status();
   if (o_.live_status) err_ << "hpclaunch: " << line << "\n";
   else err_ << "[" << utc_now_iso8601() << "] hpclaunch: " << line << "\n";
@@ -316,7 +317,7 @@ int Follower::run() {
       return 0;
     }
     drain_logs();
-    if (have_status_ && status_.terminal()) return finish();
+    if (o_.follow && have_status_ && status_.terminal()) return finish();
     if (!o_.follow && have_status_) {
       emit_lines(stdout_, "", out_, true);
       emit_lines(stderr_, "", err_, true);

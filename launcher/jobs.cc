@@ -12,6 +12,7 @@
 #include "follow.h"
 #include "host.h"
 #include "slurm_backend.h"
+#include "ssh_host.h"
 #include "subprocess.h"
 
 #ifndef HPC_VERSION
@@ -56,7 +57,20 @@ std::unique_ptr<Backend> make_backend(const BackendChoice& choice) {
     kind = "slurm";
   }
   if (kind == "slurm") return std::make_unique<SlurmBackend>(std::make_unique<LocalHost>(), "slurm");
-  if (kind == "ssh" || kind == "local") {
+  if (kind == "ssh") {
+    if (choice.host.empty()) {
+      throw UserError("--backend ssh", "no login node given", "pass --host LOGIN (a host or an ~/.ssh/config alias)");
+    }
+    SshHostOptions o;
+    o.host = choice.host;
+    o.config_file = choice.ssh_config;
+    o.known_hosts_file = choice.known_hosts;
+    o.accept_new_host_key = choice.accept_new_host_key;
+    auto host = std::make_unique<SshHost>(o);
+    host->connect();  // host key, login, port: fail before anything is written or submitted
+    return std::make_unique<SlurmBackend>(std::move(host), "ssh");
+  }
+  if (kind == "local") {
     throw UserError("--backend " + kind, "this backend is not built into this hpclaunch yet",
                     "use --backend slurm on a login node");
   }
@@ -70,7 +84,7 @@ int submit_and_follow(const Spec& spec, const std::string& script, const Backend
   request.script = script;
   request.job_name = spec.job.name;
   bool remote = backend->kind() == "ssh";
-  request.runs_root = remote ? choice.runs_dir : absolute_runs_root(choice.runs_dir);
+  request.runs_root = remote ? choice.remote_runs_dir : absolute_runs_root(choice.runs_dir);
   if (!remote) request.workdir = fs::current_path().string();
   request.output = spec.job.output;
   request.error = spec.job.error;
@@ -84,6 +98,8 @@ int submit_and_follow(const Spec& spec, const std::string& script, const Backend
   record.backend = backend->kind();
   record.host = backend->host();
   record.ssh_target = remote ? choice.host : "";
+  record.ssh_config = remote ? choice.ssh_config : "";
+  record.known_hosts = remote ? choice.known_hosts : "";
   record.run_dir = submitted.run_dir;
   record.submit_command = submitted.submit_command;
   record.submitted_at = utc_now_iso8601();
@@ -145,7 +161,11 @@ OpenedRun open_run(const std::string& job, const BackendChoice& choice) {
   }
   BackendChoice c = choice;
   c.kind = record->backend;
-  if (c.kind == "ssh" && c.host.empty()) c.host = record->ssh_target;
+  if (c.kind == "ssh") {
+    if (c.host.empty()) c.host = record->ssh_target;
+    if (c.ssh_config.empty()) c.ssh_config = record->ssh_config;
+    if (c.known_hosts.empty()) c.known_hosts = record->known_hosts;
+  }
   opened.record = *record;
   opened.backend = make_backend(c);
   return opened;
@@ -227,6 +247,8 @@ int list_jobs(const BackendChoice& choice, bool as_json, bool with_state) {
         BackendChoice c = choice;
         c.kind = r.backend;
         c.host = r.ssh_target;
+        c.ssh_config = r.ssh_config;
+        c.known_hosts = r.known_hosts;
         auto b = make_backend(c);
         JobStatus s = b->status(r.job_id);
         state = s.found ? s.state : "GONE";

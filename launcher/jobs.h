@@ -20,7 +20,8 @@ struct BackendChoice {
   std::string ssh_config;    // ssh: config file (default ~/.ssh/config)
   std::string known_hosts;   // ssh: known_hosts file (default ~/.ssh/known_hosts)
   bool accept_new_host_key = false;
-  std::string runs_dir = "runs";  // local runs root (remote: relative to the login node's home)
+  std::string runs_dir = "runs";  // run records on this machine (and the run dirs, but for ssh)
+  std::string remote_runs_dir = "~/hpclaunch-runs";  // ssh: run directories on the login node
 };
 
 std::unique_ptr<Backend> make_backend(const BackendChoice& choice);

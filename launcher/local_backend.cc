@@ -430,6 +430,8 @@ class Supervisor {
       return 1;
     }
     job_ = *job;
+    // Every path it uses is absolute; holding no directory keeps the submitter's cwd removable.
+    if (chdir("/") != 0) return 1;
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGCHLD);
@@ -1007,6 +1009,8 @@ LocalBackend::LocalBackend(std::string runs_root, LocalBackendOptions options)
 }
 
 std::string LocalBackend::run_dir_of(const std::string& job_id) const {
+  // Jobs this backend submitted into another runs root (SubmitRequest::runs_root) are known.
+  if (auto it = submitted_.find(job_id); it != submitted_.end()) return it->second;
   return find_local_run_dir(runs_root_, job_id);
 }
 
@@ -1172,6 +1176,7 @@ SubmitResult LocalBackend::submit(const SubmitRequest& request) {
     }
     throw BackendError("local job " + job_id + " did not start: " + started.error);
   }
+  submitted_[job_id] = run_dir;
   return result;
 }
 

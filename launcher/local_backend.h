@@ -18,6 +18,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -104,6 +105,7 @@ class LocalBackend : public Backend {
  private:
   std::string runs_root_;
   LocalBackendOptions options_;
+  std::map<std::string, std::string> submitted_;  // job id -> run dir, of jobs submitted here
 };
 
 // ---- shared by the backend, the supervisor and the srun/scontrol shims --------------------

@@ -18,6 +18,8 @@ json RunRecord::to_json() const {
               {"backend", backend},
               {"host", host},
               {"ssh_target", ssh_target},
+              {"ssh_config", ssh_config},
+              {"known_hosts", known_hosts},
               {"run_dir", run_dir},
               {"stdout_path", stdout_path},
               {"submit_command", submit_command},
@@ -40,6 +42,8 @@ RunRecord RunRecord::from_json(const json& j) {
   r.backend = s("backend");
   r.host = s("host");
   r.ssh_target = s("ssh_target");
+  r.ssh_config = s("ssh_config");
+  r.known_hosts = s("known_hosts");
   r.run_dir = s("run_dir");
   r.stdout_path = s("stdout_path");
   r.submit_command = s("submit_command");

@@ -16,6 +16,8 @@ struct RunRecord {
   std::string backend;         // slurm, ssh, local
   std::string host;            // where it was submitted
   std::string ssh_target;      // for ssh: the --host value to reconnect with
+  std::string ssh_config;      // for ssh: --ssh-config, if one was given
+  std::string known_hosts;     // for ssh: --known-hosts, if one was given
   std::string run_dir;         // on the backend's host
   std::string stdout_path;     // the job's log on the backend's host, as Slurm named it
   std::string local_dir;       // this machine's copy of the record
