@@ -47,6 +47,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The processes whose session id is `sid`, zombies too if asked.
+std::vector<pid_t> session_members(pid_t sid, bool with_zombies);
+
 double now_epoch() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -469,7 +472,14 @@ class Supervisor {
     ready_fd_ = -1;
   }
 
-  void save() { write_local_state(run_dir_, state_); }
+  // A state that cannot be written (disk full) is logged; the job goes on regardless.
+  void save() {
+    try {
+      write_local_state(run_dir_, state_);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "hpclaunch supervisor: %s\n", e.what());
+    }
+  }
 
   void log_to_job(const std::string& line) {
     int fd = open(job_.stderr_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -496,11 +506,12 @@ class Supervisor {
     return out;
   }
 
-  // Kills what is left of the session after the batch shell ended, and reaps it.
+  // Kills what is left of the session after the batch shell ended and reaps it (orphans come
+  // to us, the subreaper), until not even a zombie of the job is left.
   void clean_up_session(pid_t sid) {
     for (int round = 0; round < 100; ++round) {
       reap(0);
-      auto left = processes_in_session(sid);
+      auto left = session_members(sid, true);
       if (left.empty()) return;
       for (pid_t p : left) kill(p, SIGKILL);
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -551,9 +562,19 @@ class Supervisor {
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
 
+    // The batch shell waits at this gate until local-state.json names it: nothing of the job
+    // (scontrol requeue, a status call) can see it running before its state says so.
+    int gate[2];
+    if (pipe2(gate, O_CLOEXEC) != 0) gate[0] = gate[1] = -1;
     pid_t pid = fork();
     if (pid == 0) {
       setsid();  // the job's session and process group: every process of the job
+      if (gate[1] >= 0) {
+        close(gate[1]);
+        char c;
+        while (read(gate[0], &c, 1) < 0 && errno == EINTR) {
+        }
+      }
       int null_fd = open("/dev/null", O_RDONLY);
       dup2(null_fd, 0);
       dup2(out_fd, 1);
@@ -577,7 +598,13 @@ class Supervisor {
     }
     close(out_fd);
     close(err_fd);
+    if (gate[0] >= 0) close(gate[0]);
+    auto open_gate = [&]() {
+      if (gate[1] >= 0) close(gate[1]);
+      gate[1] = -1;
+    };
     if (pid < 0) {
+      open_gate();
       state_.state = "FAILED";
       state_.detail = std::string("cannot start the batch shell: fork: ") + std::strerror(errno);
       state_.exit_code = 1;
@@ -595,6 +622,7 @@ class Supervisor {
     state_.exit_code = -1;
     state_.exit_signal = 0;
     save();
+    open_gate();
     report_ready("R");
 
     auto start = Clock::now();
@@ -942,7 +970,11 @@ bool is_local_final_state(const std::string& state) {
   return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED" || state == "TIMEOUT";
 }
 
-std::vector<pid_t> processes_in_session(pid_t sid) {
+std::vector<pid_t> processes_in_session(pid_t sid) { return session_members(sid, false); }
+
+namespace {
+
+std::vector<pid_t> session_members(pid_t sid, bool with_zombies) {
   std::vector<pid_t> out;
   if (sid <= 0) return out;
   DIR* dir = opendir("/proc");
@@ -956,11 +988,14 @@ std::vector<pid_t> processes_in_session(pid_t sid) {
     char state = 0;
     long ppid = 0, pgrp = 0, session = 0;
     if (!(fields >> state >> ppid >> pgrp >> session)) continue;
-    if (session == sid && state != 'Z' && state != 'X') out.push_back(std::atoi(entry->d_name));
+    bool dead = state == 'Z' || state == 'X';
+    if (session == sid && (with_zombies || !dead)) out.push_back(std::atoi(entry->d_name));
   }
   closedir(dir);
   return out;
 }
+
+}  // namespace
 
 bool local_supervisor_alive(pid_t pid, const std::string& run_dir) {
   if (pid <= 0) return false;

@@ -449,7 +449,14 @@ class StepRunner {
         signalfd_siginfo info;
         while (read(signal_fd_, &info, sizeof info) == sizeof info) {
           int sig = static_cast<int>(info.ssi_signo);
-          if (sig != SIGCHLD) signal_tasks(sig);  // INT, TERM, USR1, USR2: to every task
+          if (sig == SIGCHLD) continue;
+          signal_tasks(sig);  // INT, TERM, USR1, USR2: to every task
+          if (sig == SIGTERM && !terminating_) {
+            // The step is being ended from outside (cancel, time limit): tasks dying of it are
+            // no failures to report, and those that ignore it get SIGKILL after the grace time.
+            terminating_ = true;
+            kill_at_ = Clock::now() + std::chrono::seconds(kLocalSrunKillWaitSeconds);
+          }
         }
       }
       reap();
@@ -500,7 +507,7 @@ int scontrol_requeue(const std::string& ids) {
       continue;
     }
     auto state = read_local_state(run_dir);
-    if (!state || is_local_final_state(state->state)) {
+    if (state && is_local_final_state(state->state)) {
       say("scontrol: error: Job " + id + " has finished; only a running job can be requeued");
       rc = 1;
       continue;
@@ -516,7 +523,7 @@ int scontrol_requeue(const std::string& ids) {
       rc = 1;
       continue;
     }
-    if (state->restarts >= state->max_restarts) {
+    if (state && state->restarts >= state->max_restarts) {
       say("scontrol: error: job " + id + " was requeued " + std::to_string(state->restarts) +
           " times already, the local backend's limit (like Slurm's MaxBatchRequeue)");
       rc = 1;

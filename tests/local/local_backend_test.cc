@@ -332,3 +332,54 @@ TEST_CASE("requeue: USR1, checkpoint, scontrol requeue, the script runs again wi
   CHECK(state->restarts == 1);
   CHECK(state->max_restarts == 5);
 }
+
+TEST_CASE("cancel: a job that ignores SIGTERM gets SIGKILL after KillWait") {
+  Sandbox box;
+  hpc::LocalBackendOptions options;
+  options.kill_wait_seconds = 1;
+  auto backend = box.backend(options);
+  auto submitted = backend.submit(box.request(
+      "#!/bin/bash\n#SBATCH --output=out.txt\ntrap '' TERM\necho started\nsleep 30 &\nwait\necho survived\n"));
+  auto running = backend.status(submitted.job_id);
+  REQUIRE(wait_for_text(running.stdout_path, "started", 1));
+  auto state = hpc::read_local_state(submitted.run_dir);
+  REQUIRE(state);
+  auto start = std::chrono::steady_clock::now();
+  backend.cancel(submitted.job_id);
+  auto s = wait_for_end(backend, submitted.job_id, std::chrono::seconds(10));
+  auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(s.state == "CANCELLED");
+  CHECK(seconds >= 0.9);
+  CHECK(seconds < 5);
+  CHECK(read_file(s.stdout_path).find("survived") == std::string::npos);
+  CHECK(hpc::processes_in_session(state->pgid).empty());
+}
+
+TEST_CASE("scontrol requeue is bounded by the restart limit and refused for --no-requeue") {
+  Sandbox box;
+  hpc::LocalBackendOptions options;
+  options.max_restarts = 2;
+  auto backend = box.backend(options);
+  // A script that asks for a requeue on every run: it runs 1 + 2 times.
+  auto submitted = backend.submit(box.request(
+      "#!/bin/bash\n#SBATCH --output=out.txt\n#SBATCH --open-mode=append\n"
+      "echo \"run $SLURM_RESTART_COUNT\"\nscontrol requeue \"$SLURM_JOB_ID\" || echo \"refused $?\"\n"));
+  auto s = wait_for_end(backend, submitted.job_id);
+  std::string out = read_file(s.stdout_path);
+  INFO(out);
+  CHECK(s.state == "COMPLETED");
+  CHECK(s.restarts == 2);
+  CHECK(lines_with(out, "run ").size() == 3);
+  CHECK(lines_with(out, "run 2").size() == 1);
+  CHECK(lines_with(out, "refused 1").size() == 1);
+  auto state = hpc::read_local_state(submitted.run_dir);
+  REQUIRE(state);
+  CHECK(state->max_restarts == 2);
+
+  auto no_requeue = backend.submit(box.request(
+      "#!/bin/bash\n#SBATCH --no-requeue\nscontrol requeue \"$SLURM_JOB_ID\" || echo \"refused $?\"\n"));
+  auto n = wait_for_end(backend, no_requeue.job_id);
+  CHECK(n.state == "COMPLETED");
+  CHECK(n.restarts == 0);
+  CHECK(lines_with(read_file(n.stdout_path), "refused 1").size() == 1);
+}

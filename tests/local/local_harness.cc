@@ -121,10 +121,9 @@ std::string Sandbox::render(const std::string& preset, const std::string& mode,
   return r.out;
 }
 
-hpc::LocalBackend Sandbox::backend() const {
-  hpc::LocalBackendOptions o;
-  o.executable = hpclaunch_binary();
-  return hpc::LocalBackend(runs().string(), o);
+hpc::LocalBackend Sandbox::backend(hpc::LocalBackendOptions options) const {
+  options.executable = hpclaunch_binary();
+  return hpc::LocalBackend(runs().string(), options);
 }
 
 hpc::SubmitRequest Sandbox::request(const std::string& script) const {

@@ -46,7 +46,7 @@ class Sandbox {
   std::string render(const std::string& preset, const std::string& mode,
                      const std::vector<std::string>& sets = {}) const;
 
-  hpc::LocalBackend backend() const;
+  hpc::LocalBackend backend(hpc::LocalBackendOptions options = {}) const;  // hpclaunch as executable
   hpc::SubmitRequest request(const std::string& script) const;
 
  private:
