@@ -89,7 +89,7 @@ TEST_CASE("a rendered 1n2g script runs: ranks, rendezvous, labels, the run direc
   CHECK(state->end_time >= state->start_time);
 }
 
-TEST_CASE("a failing rank fails the job with its exit code; kill-on-bad-exit ends the other rank") {
+TEST_CASE("a failing rank fails the job with its exit code, kill-on-bad-exit ends the other rank") {
   Sandbox box;
   auto backend = box.backend();
   auto submitted = backend.submit(box.request(box.render("1n2g", "fail")));
@@ -109,7 +109,7 @@ TEST_CASE("a failing rank fails the job with its exit code; kill-on-bad-exit end
   CHECK(hpc::processes_in_session(state->pgid).empty());
 }
 
-TEST_CASE("cancel ends every process of the job within seconds; cancelling again is a no-op") {
+TEST_CASE("cancel ends every process of the job within seconds, cancelling again is a no-op") {
   Sandbox box;
   auto backend = box.backend();
   auto submitted = backend.submit(box.request(box.render("1n2g", "sleep")));

@@ -52,7 +52,7 @@ TEST_CASE("srun: one process per task with its rank variables, labelled lines") 
   CHECK(lines_of(r.out).size() == 6);
 }
 
-TEST_CASE("srun: labels are right-aligned to the width of the last rank; exit status is the largest") {
+TEST_CASE("srun: labels are right-aligned to the width of the last rank, exit status is the largest") {
   Shims s;
   auto r = s.shell("srun -n 11 -l bash -c 'echo x; exit $((SLURM_PROCID % 5))'");
   INFO(r.out << r.err);
@@ -67,7 +67,7 @@ TEST_CASE("srun: labels are right-aligned to the width of the last rank; exit st
   CHECK(plain.out == "hello\nhello\n");
 }
 
-TEST_CASE("srun: --kill-on-bad-exit ends the other tasks; an exit code beats their signal") {
+TEST_CASE("srun: --kill-on-bad-exit ends the other tasks, an exit code beats their signal") {
   Shims s;
   auto start = std::chrono::steady_clock::now();
   auto r = s.shell("srun --kill-on-bad-exit=1 -n 2 -l bash -c "
