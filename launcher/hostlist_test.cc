@@ -369,10 +369,10 @@ TEST_CASE("hostlist: compress keeps each name's padding", "[hostlist]") {
   CHECK(HostList::compress({"n99", "n100", "n0101"}) == "n[99-100,0101]");
 }
 
-TEST_CASE("hostlist: compress uses the last run of digits", "[hostlist]") {
+TEST_CASE("hostlist: compress varies only the number a name ends with", "[hostlist]") {
   CHECK(HostList::compress({"r1n1", "r1n2", "r2n1"}) == "r1n[1-2],r2n1");
   CHECK(HostList::compress({"gpu2-a1", "gpu2-a2"}) == "gpu2-a[1-2]");
-  CHECK(HostList::compress({"c1-ib", "c2-ib"}) == "c1-ib,c2-ib");  // not the number at the end
+  CHECK(HostList::compress({"c1-ib", "c2-ib"}) == "c1-ib,c2-ib");  // no number at the end
   // Digit runs too long for a host number stay literal text.
   const Hosts long_numbers{"n1234567890123456789", "n1234567890123456790"};
   CHECK(HostList::compress(long_numbers) == "n1234567890123456789,n1234567890123456790");
