@@ -52,8 +52,8 @@ void add_runtime_flags(CLI::App* app, RuntimeOptions& r) {
   app->add_option("--threads", r.threads,
                   "intra-op threads (default: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK)");
   app->add_option("--head-chunk", r.head_chunk,
-                  "rows per chunk of the fused head + cross-entropy; 0 materialises all logits")
-      ->capture_default_str();
+                  "rows per chunk of the fused head + cross-entropy (default 512 on CPU, 4096 on "
+                  "CUDA); 0 materialises all logits");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "metrics.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -47,6 +48,7 @@ void MetricsLog::write_step(const StepMetrics& m) {
   j["tokens_per_s"] = m.tokens_per_s;
   j["mfu"] = m.mfu ? nlohmann::ordered_json(*m.mfu) : nlohmann::ordered_json(nullptr);
   j["memory"] = m.memory_bytes;
+  j["cpu_ms"] = m.cpu_ms;
   write_line(j.dump());
 }
 
@@ -55,6 +57,12 @@ void MetricsLog::write_val(int64_t step, double val_loss) {
   j["step"] = step;
   j["val_loss"] = val_loss;
   write_line(j.dump());
+}
+
+double process_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
 int64_t resident_memory_bytes() {

@@ -16,6 +16,7 @@ struct StepMetrics {
   double lr = 0;
   double grad_norm = 0;  // before clipping
   double step_ms = 0;
+  double cpu_ms = 0;        // CPU time of this process during the step (all its threads)
   double tokens_per_s = 0;  // all ranks
   std::optional<double> mfu;  // model FLOP utilisation, when the device's peak is known
   int64_t memory_bytes = 0;   // CUDA: peak allocated; CPU: resident set size
@@ -25,7 +26,8 @@ struct StepMetrics {
 std::string format_step_line(const StepMetrics& m);
 
 // One JSON object per line: {"step":..,"loss":..,"lr":..,"grad_norm":..,"step_ms":..,
-// "tokens_per_s":..,"mfu":..|null,"memory":..}; validation lines {"step":..,"val_loss":..}.
+// "tokens_per_s":..,"mfu":..|null,"memory":..,"cpu_ms":..}; validation lines
+// {"step":..,"val_loss":..}.
 // Each line is flushed as written so a crashed run keeps what it measured.
 class MetricsLog {
  public:
@@ -49,5 +51,6 @@ class MetricsLog {
 };
 
 int64_t resident_memory_bytes();
+double process_cpu_seconds();
 
 }  // namespace hpc::train

@@ -44,7 +44,7 @@ class GptImpl : public torch::nn::Module {
   torch::Tensor hidden(const torch::Tensor& idx);  // [B, T] -> [B, T, C] after ln_f
 
   GptConfig config_;
-  int64_t head_chunk_rows_ = 128;
+  int64_t head_chunk_rows_ = 512;
   c10::ScalarType head_matmul_dtype_ = c10::ScalarType::Float;
   torch::Tensor wte_, wpe_, ln_f_w_, ln_f_b_;
   std::vector<std::shared_ptr<GptBlock>> blocks_;  // registered as "h.0", "h.1", ...

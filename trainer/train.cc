@@ -96,6 +96,11 @@ class AutocastScope {
   bool on_;
 };
 
+int64_t head_chunk_rows(const RuntimeOptions& r, const at::Device& d) {
+  if (r.head_chunk >= 0) return r.head_chunk;
+  return d.is_cuda() ? 4096 : 512;
+}
+
 void synchronize(const at::Device& d) {
 #if HPC_TORCH_CUDA
   if (d.is_cuda()) at::cuda::getCurrentCUDAStream(d.index()).synchronize();
@@ -296,7 +301,7 @@ int run_train(const TrainOptions& o) {
   Gpt model(config);
   if (!o.model.init_from.empty()) load_hf_weights(o.model.init_from, *model);
   model->to(device);
-  model->set_head_chunk_rows(o.runtime.head_chunk);
+  model->set_head_chunk_rows(head_chunk_rows(o.runtime, device));
   if (autocast) model->set_head_matmul_dtype(at::kBFloat16);
   auto params = parameters_of(*model);
   strategy->attach(params);
@@ -340,6 +345,7 @@ int run_train(const TrainOptions& o) {
     model->train();
     synchronize(device);
     const auto t0 = Clock::now();
+    const double cpu0 = process_cpu_seconds();
     optimizer.zero_grad();
     at::Tensor loss_accum = torch::zeros({}, torch::TensorOptions().device(device));
     for (int64_t micro = 0; micro < accum; ++micro) {
@@ -370,6 +376,7 @@ int run_train(const TrainOptions& o) {
     m.lr = lr;
     m.grad_norm = norm;
     m.step_ms = dt * 1e3;
+    m.cpu_ms = (process_cpu_seconds() - cpu0) * 1e3;
     m.tokens_per_s = double(o.total_batch_tokens) / dt;
     if (peak > 0) m.mfu = flops_per_token * m.tokens_per_s / (peak * rdv.world);
     m.memory_bytes = memory_in_use(device);
@@ -418,7 +425,7 @@ int run_eval(const EvalOptions& o) {
   load_hf_weights(o.init_from, *model);
   model->to(device);
   model->eval();
-  model->set_head_chunk_rows(o.runtime.head_chunk);
+  model->set_head_chunk_rows(head_chunk_rows(o.runtime, device));
   if (device.is_cuda()) model->set_head_matmul_dtype(at::kBFloat16);
   const double loss = evaluate(*model, it, 1, o.batches, T, device, device.is_cuda());
   std::fputs(fmt::format("{{\"loss\": {:.9g}, \"batches\": {}, \"seq_len\": {}, \"tokens\": {}}}\n",
