@@ -518,7 +518,7 @@ class Supervisor {
     }
   }
 
-  // Reaps every child that has ended; returns the batch shell's wait status once it is seen.
+  // Reaps every child that has ended, noting the batch shell's wait status when it is one.
   void reap(pid_t shell) {
     int status = 0;
     pid_t p;
@@ -538,7 +538,7 @@ class Supervisor {
     int out_fd = open(job_.stdout_path.c_str(), mode, 0644);
     int err_fd = -1;
     if (out_fd >= 0) {
-      err_fd = job_.stderr_path == job_.stdout_path ? dup(out_fd)
+      err_fd = job_.stderr_path == job_.stdout_path ? fcntl(out_fd, F_DUPFD_CLOEXEC, 0)
                                                     : open(job_.stderr_path.c_str(), mode, 0644);
     }
     if (out_fd < 0 || err_fd < 0) {
@@ -802,18 +802,15 @@ SbatchOptions parse_sbatch_options(const std::string& script, const std::string&
     const std::string& a = args[k].text;
     int line = args[k].line;
     std::string name, value;
-    bool has_value = false;
     if (a.rfind("--", 0) == 0 && a.size() > 2) {
       auto eq = a.find('=');
       name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
       if (eq != std::string::npos) {
         value = a.substr(eq + 1);
-        has_value = true;
       } else if (long_options_with_value().count(name)) {
         if (k + 1 >= args.size())
           throw UserError(where(line), "#SBATCH --" + name + " needs a value", "write --" + name + "=VALUE");
         value = args[++k].text;
-        has_value = true;
       }
     } else if (a.size() >= 2 && a[0] == '-' && a[1] != '-') {
       // Short options, possibly clustered ("-Hv"); the first one with a value ends the cluster.
@@ -825,7 +822,6 @@ SbatchOptions parse_sbatch_options(const std::string& script, const std::string&
         if (c + 1 < a.size()) value = a.substr(c + 1);
         else if (k + 1 < args.size()) value = args[++k].text;
         else throw UserError(where(line), "#SBATCH -" + std::string(1, a[c]) + " needs a value", "");
-        has_value = true;
         auto it = long_name.find(a[c]);
         name = it == long_name.end() ? "" : it->second;
         break;
@@ -886,7 +882,6 @@ SbatchOptions parse_sbatch_options(const std::string& script, const std::string&
       o.signal_seconds = number("--signal", seconds, line);
       o.signal_batch_only = batch;
     }
-    (void)has_value;
   }
   return o;
 }
