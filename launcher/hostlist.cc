@@ -421,7 +421,7 @@ void check_representable(const std::string& host, std::size_t index) {
   for (char c : host) {
     if (is_blank_or_control(c) || c == ',' || c == '[' || c == ']') {
       throw UserError(where, "contains " + describe_char(c),
-                      "host names cannot contain spaces, commas or brackets");
+                      "pass each host as its own argument (host names cannot contain spaces, commas or brackets)");
     }
   }
 }

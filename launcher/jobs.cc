@@ -11,6 +11,7 @@
 #include "error.h"
 #include "follow.h"
 #include "host.h"
+#include "local_backend.h"
 #include "slurm_backend.h"
 #include "ssh_host.h"
 #include "subprocess.h"
@@ -70,10 +71,7 @@ std::unique_ptr<Backend> make_backend(const BackendChoice& choice) {
     host->connect();  // host key, login, port: fail before anything is written or submitted
     return std::make_unique<SlurmBackend>(std::move(host), "ssh");
   }
-  if (kind == "local") {
-    throw UserError("--backend " + kind, "this backend is not built into this hpclaunch yet",
-                    "use --backend slurm on a login node");
-  }
+  if (kind == "local") return std::make_unique<LocalBackend>(absolute_runs_root(choice.runs_dir));
   throw UserError("--backend", "unknown backend \"" + kind + "\"", "use slurm, ssh or local");
 }
 
@@ -138,7 +136,8 @@ int submit_and_follow(const Spec& spec, const std::string& script, const Backend
   }
   FollowOptions f;
   f.live_status = isatty(STDERR_FILENO);
-  f.cancel_on_interrupt = options.cancel_on_interrupt;
+  // A local job lives on this machine like a foreground program: Ctrl-C stops it.
+  f.cancel_on_interrupt = options.cancel_on_interrupt || record.backend == "local";
   f.rank = options.rank;
   f.metrics_path = record.run_dir + "/metrics.jsonl";
   f.max_steps = record.max_steps;
@@ -166,6 +165,9 @@ OpenedRun open_run(const std::string& job, const BackendChoice& choice) {
     if (c.ssh_config.empty()) c.ssh_config = record->ssh_config;
     if (c.known_hosts.empty()) c.known_hosts = record->known_hosts;
   }
+  // A local job is found through the runs root that holds its run directory.
+  if (c.kind == "local" && !record->run_dir.empty())
+    c.runs_dir = fs::path(record->run_dir).parent_path().string();
   opened.record = *record;
   opened.backend = make_backend(c);
   return opened;

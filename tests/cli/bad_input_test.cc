@@ -682,8 +682,7 @@ TEST_CASE("bad input: template parse error gives line:column", "[bad-input]") {
 }
 
 // UNCLEAR: these lines say what is wrong but not what to do (see cases_without_fix_hint()).
-// [!mayfail] until hostlist compress's "contains ','" message says what to do.
-TEST_CASE("bad input: every rejection says how to fix it", "[bad-input][!mayfail]") {
+TEST_CASE("bad input: every rejection says how to fix it", "[bad-input]") {
   check_all(cases_without_fix_hint());
 }
 
