@@ -31,6 +31,19 @@ paste <(losses "$WORK/one.jsonl") <(losses "$WORK/two.jsonl") | awk '
   END { printf "equivalence: %d steps, worst relative loss difference %.2e\n", n, worst;
         exit !(n == 10 && worst <= 1e-5) }' || fail "DDP losses differ from the single process"
 
+# Slurm's variables instead of torchrun's: MASTER_ADDR from SLURM_JOB_NODELIST.
+port=$((port + 1))
+pids=()
+for r in 0 1; do
+  env -u RANK -u WORLD_SIZE SLURM_PROCID=$r SLURM_NTASKS=2 SLURM_LOCALID=$r \
+    SLURM_JOB_NODELIST=localhost MASTER_PORT=$port \
+    "$HPCTRAIN" train "${common[@]}" --max-steps 2 --strategy ddp >"$WORK/slurm$r.log" 2>&1 &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || fail "the Slurm-variable run failed: $(cat "$WORK"/slurm*.log)"; done
+grep -q "world 2 (ddp)" "$WORK/slurm0.log" || fail "no DDP under Slurm variables: $(cat "$WORK/slurm0.log")"
+echo "slurm variables: 2 ranks met at localhost:$port"
+
 # A peer that dies mid-run: the survivor must fail within the timeout, not hang.
 port=$((port + 1))
 long=("${common[@]}" --max-steps 100000 --dist-timeout 10 --strategy ddp)

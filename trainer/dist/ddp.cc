@@ -154,7 +154,8 @@ class Ddp final : public Strategy {
       for (size_t s = 0; s < b.params.size(); ++s) {
         auto& p = params_[b.params[s]];
         const int64_t n = p.numel();
-        p.mutable_grad().view({n}).copy_(b.flat.narrow(0, b.offset[s], n));
+        auto& g = p.mutable_grad();
+        g.copy_(b.flat.narrow(0, b.offset[s], n).view(g.sizes()));
       }
       b.pending = b.params.size();
     }
