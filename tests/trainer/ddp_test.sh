@@ -31,6 +31,26 @@ paste <(losses "$WORK/one.jsonl") <(losses "$WORK/two.jsonl") | awk '
   END { printf "equivalence: %d steps, worst relative loss difference %.2e\n", n, worst;
         exit !(n == 10 && worst <= 1e-5) }' || fail "DDP losses differ from the single process"
 
+# DDP resume: 6 steps == 3 + resume + 3 on 2 ranks (every rank skips its own batches).
+ddp_run() {  # TAG MAX_STEPS [args]
+  local tag=$1 steps=$2
+  shift 2
+  port=$((port + 1))
+  local pids=() r
+  for r in 0 1; do
+    launch $r 2 "$port" "${common[@]}" --strategy ddp --max-steps "$steps" "$@" \
+      >"$WORK/$tag$r.log" 2>&1
+    pids+=($!)
+  done
+  for r in "${pids[@]}"; do wait "$r" || fail "ddp run $tag failed: $(cat "$WORK/$tag"*.log)"; done
+}
+ddp_run full 6 --decay-steps 10 --metrics "$WORK/rfull.jsonl"
+ddp_run half 3 --decay-steps 10 --metrics "$WORK/rsplit.jsonl" --checkpoint-every 3 --checkpoint-dir "$WORK/rck"
+ddp_run rest 6 --decay-steps 10 --metrics "$WORK/rsplit.jsonl" --checkpoint-dir "$WORK/rck" --resume auto
+diff <(losses "$WORK/rfull.jsonl") <(losses "$WORK/rsplit.jsonl") >/dev/null ||
+  fail "DDP resume changed the losses"
+echo "ddp resume: 6 steps == 3 + resume + 3 on 2 ranks"
+
 # Slurm's variables instead of torchrun's: MASTER_ADDR from SLURM_JOB_NODELIST.
 port=$((port + 1))
 pids=()
