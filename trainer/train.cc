@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <thread>
 
 #include <ATen/autocast_mode.h>
 #include <fmt/format.h>
@@ -24,6 +23,7 @@
 #if HPC_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #endif
 
 namespace hpc::train {
@@ -285,7 +285,12 @@ int run_train(const TrainOptions& o) {
   set_threads(o.runtime);
   const at::Device device = pick_device(o.runtime, rdv.local_rank);
   const bool autocast = device.is_cuda();
-  if (device.is_cuda()) at::globalContext().setAllowTF32CuBLAS(true);
+  if (device.is_cuda()) {
+#if HPC_TORCH_CUDA
+    c10::cuda::set_device(device.index());  // else every rank's context lands on GPU 0
+#endif
+    at::globalContext().setAllowTF32CuBLAS(true);
+  }
 
   dist::StrategyOptions so;
   so.name = o.strategy;
