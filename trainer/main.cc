@@ -97,7 +97,9 @@ int main(int argc, char** argv) {
   train->add_option("--checkpoint-every", t.checkpoint_every, "checkpoint every N steps (0: never)")->capture_default_str();
   train->add_flag("--checkpoint-at-end", t.checkpoint_at_end, "also checkpoint after the last step");
   train->add_option("--keep-checkpoints", t.keep_checkpoints, "keep the newest N checkpoints")->capture_default_str();
-  train->add_option("--resume", t.resume, "auto (newest in --checkpoint-dir, if any) or a checkpoint file");
+  train->add_option("--resume", t.resume,
+                    "auto (newest in --checkpoint-dir, if any) or a checkpoint file; a requeued "
+                    "Slurm job (SLURM_RESTART_COUNT >= 1) resumes as with auto");
   train->add_option("--dump-grads", t.dump_grads, "write the first step's gradients to this .safetensors");
   train->add_option("--peak-tflops", t.peak_tflops, "device peak for MFU (default: known GPUs)");
   train->add_option("--strategy", t.strategy, "none or ddp")->capture_default_str();

@@ -3,6 +3,7 @@
 #include "train.h"
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 
 #include <ATen/autocast_mode.h>
@@ -48,6 +49,19 @@ GptConfig ModelOptions::resolve() const {
 namespace {
 
 // ----------------------------------------------------------------------------- runtime set-up
+
+// SIGUSR1 (forwarded by the batch script before the time limit): finish the step, checkpoint,
+// exit 0; the requeued job resumes from that checkpoint.
+volatile std::sig_atomic_t g_stop_requested = 0;
+extern "C" void request_stop(int) { g_stop_requested = 1; }
+
+// A requeued Slurm job (SLURM_RESTART_COUNT >= 1) resumes by itself unless --resume says otherwise.
+std::string resume_mode(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  const char* restarts = std::getenv("SLURM_RESTART_COUNT");
+  if (restarts && std::atoi(restarts) >= 1) return "auto";
+  return "";
+}
 
 void set_threads(const RuntimeOptions& r) {
   int n = r.threads;
@@ -254,12 +268,13 @@ int run_train(const TrainOptions& o) {
 
   // Resume: check the checkpoint against the flags before anything is built.
   std::optional<fs::path> resume_file;
-  if (o.resume == "auto") {
+  const std::string resume = resume_mode(o.resume);
+  if (resume == "auto") {
     resume_file = latest_checkpoint(o.checkpoint_dir);
-  } else if (!o.resume.empty()) {
-    resume_file = o.resume;
+  } else if (!resume.empty()) {
+    resume_file = resume;
     if (fs::is_directory(*resume_file)) resume_file = latest_checkpoint(*resume_file);
-    if (!resume_file) throw UserError("--resume", fmt::format("no checkpoint in {}", o.resume), "");
+    if (!resume_file) throw UserError("--resume", fmt::format("no checkpoint in {}", resume), "");
   }
   CheckpointInfo resume_info;
   if (resume_file) {
@@ -330,6 +345,7 @@ int run_train(const TrainOptions& o) {
                            rdv.world, strategy->name(), o.total_batch_tokens, device.str(),
                            at::get_num_threads()));
 
+  std::signal(SIGUSR1, request_stop);
   std::vector<int64_t> window;
   for (int64_t step = first_step; step < o.max_steps; ++step) {
     const bool last = step == o.max_steps - 1;
@@ -390,7 +406,8 @@ int run_train(const TrainOptions& o) {
 
     // --- checkpoint: after the update, so it resumes at step + 1 ---
     const bool periodic = o.checkpoint_every > 0 && (step + 1) % o.checkpoint_every == 0;
-    if ((periodic || (last && o.checkpoint_at_end)) && rank == 0) {
+    const bool stop = strategy->any_rank(g_stop_requested != 0);  // all ranks agree
+    if ((periodic || (last && o.checkpoint_at_end) || stop) && rank == 0) {
       CheckpointInfo info;
       info.next_step = step + 1;
       info.data_batches = train_data.batches_read();
@@ -402,6 +419,12 @@ int run_train(const TrainOptions& o) {
       info.seed = o.seed;
       auto file = save_checkpoint(o.checkpoint_dir, info, *model, optimizer, o.keep_checkpoints);
       print0(rank, fmt::format("step {:5d} | checkpoint {}", step, file.string()));
+    }
+    if (stop) {
+      strategy->barrier();  // no rank leaves before the checkpoint is whole
+      print0(rank, fmt::format("step {:5d} | SIGUSR1: stopping; resume with --resume auto "
+                               "(automatic in a requeued Slurm job)", step));
+      return 0;
     }
   }
   strategy->barrier();

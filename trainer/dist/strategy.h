@@ -29,6 +29,8 @@ class Strategy {
   virtual void finish_gradients() = 0;
   // Mean of a scalar over ranks (losses for the log and the validation loss).
   virtual double mean_over_ranks(double value) = 0;
+  // True on every rank when it is true on any (a stop request seen by some ranks only).
+  bool any_rank(bool value) { return mean_over_ranks(value ? 1.0 : 0.0) > 0.0; }
   virtual void barrier() = 0;
 };
 

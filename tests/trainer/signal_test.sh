@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# SIGUSR1 (what the batch script forwards before the time limit): hpctrain finishes the step,
+# writes a checkpoint, exits 0; the requeued job (SLURM_RESTART_COUNT=1, no --resume flag)
+# resumes from it, and the losses of stop + resume equal those of an uninterrupted run.
+# Under DDP a signal seen by one rank only stops both at the same step.
+source "$(dirname "$0")/lib.sh"
+make_corpus "$WORK/data"
+common=(--data "$WORK/data/corpus_train.txt" --model tiny --micro-batch 2 --seq-len 32
+        --total-batch-tokens 128 --warmup-steps 3 --decay-steps 40 --max-lr 3e-3 --eval-every 0
+        --seed 9 --threads 1 --max-steps 40)
+
+wait_for_step() {  # LOG STEP PID
+  local i
+  for i in $(seq 300); do
+    grep -q "^step *$2 |" "$1" && return 0
+    kill -0 "$3" 2>/dev/null || return 1
+    sleep 0.05
+  done
+  return 1
+}
+
+"$HPCTRAIN" train "${common[@]}" --metrics "$WORK/full.jsonl" >"$WORK/full.log"
+
+env -u SLURM_RESTART_COUNT "$HPCTRAIN" train "${common[@]}" --metrics "$WORK/split.jsonl" \
+  --checkpoint-dir "$WORK/ck" >"$WORK/a.log" 2>&1 &
+pid=$!
+wait_for_step "$WORK/a.log" 3 $pid || fail "run did not reach step 3: $(cat "$WORK/a.log")"
+kill -USR1 $pid
+rc=0
+wait $pid || rc=$?
+[[ $rc -eq 0 ]] || fail "exit status $rc after SIGUSR1: $(tail -n 3 "$WORK/a.log")"
+grep -q "SIGUSR1: stopping" "$WORK/a.log" || fail "no stop line: $(tail -n 3 "$WORK/a.log")"
+stopped=$(losses "$WORK/split.jsonl" | wc -l)
+[[ $stopped -lt 40 ]] || fail "the run did not stop early"
+SLURM_RESTART_COUNT=1 "$HPCTRAIN" train "${common[@]}" --metrics "$WORK/split.jsonl" \
+  --checkpoint-dir "$WORK/ck" >"$WORK/b.log"
+grep -q "resumed from .* at step $stopped" "$WORK/b.log" || fail "requeued run did not resume: $(head -n 3 "$WORK/b.log")"
+diff <(losses "$WORK/full.jsonl") <(losses "$WORK/split.jsonl") >/dev/null ||
+  fail "stop + resume changed the losses"
+echo "signal: stopped after $stopped steps, resumed under SLURM_RESTART_COUNT=1, 40 losses identical"
+
+# DDP: only rank 1 gets the signal; both stop after the same step.
+port=$((20000 + RANDOM % 20000))
+for r in 0 1; do
+  RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+    "$HPCTRAIN" train "${common[@]}" --strategy ddp --checkpoint-dir "$WORK/ddp" \
+    --total-batch-tokens 256 --log-every 1 >"$WORK/d$r.log" 2>&1 &
+  pids[$r]=$!
+done
+wait_for_step "$WORK/d0.log" 3 "${pids[0]}" || fail "DDP run did not reach step 3: $(cat "$WORK"/d*.log)"
+kill -USR1 "${pids[1]}"
+for r in 0 1; do wait "${pids[$r]}" || fail "rank $r failed after SIGUSR1: $(tail -n 2 "$WORK/d$r.log")"; done
+grep -q "SIGUSR1: stopping" "$WORK/d0.log" || fail "rank 0 did not stop: $(tail -n 2 "$WORK/d0.log")"
+ls "$WORK/ddp"/ckpt_*.safetensors >/dev/null || fail "no DDP checkpoint"
+echo "signal: DDP ranks stopped together at $(grep -o 'checkpoint .*' "$WORK/d0.log" | tail -n 1)"
