@@ -235,6 +235,7 @@ void print0(int rank, const std::string& line) {
 
 int run_train(const TrainOptions& o) {
   using Clock = std::chrono::steady_clock;
+  std::signal(SIGUSR1, request_stop);  // early: USR1's default action would end the process
   // --- who we are, what we train, on what ---
   const bool distributed = o.strategy != "none";
   const auto rdv = dist::rendezvous_from_env(dist::process_environment(), o.master_suffix, distributed);
@@ -345,7 +346,6 @@ int run_train(const TrainOptions& o) {
                            rdv.world, strategy->name(), o.total_batch_tokens, device.str(),
                            at::get_num_threads()));
 
-  std::signal(SIGUSR1, request_stop);
   std::vector<int64_t> window;
   for (int64_t step = first_step; step < o.max_steps; ++step) {
     const bool last = step == o.max_steps - 1;
