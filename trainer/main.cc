@@ -7,6 +7,7 @@
 
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -87,7 +88,7 @@ int main(int argc, char** argv) {
   train->add_option("--eps", t.eps, "AdamW epsilon")->capture_default_str();
   train->add_option("--grad-clip", t.grad_clip, "clip the global gradient norm to this")->capture_default_str();
   train->add_option("--seed", t.seed, "initialisation seed: a run is deterministic for a seed")->capture_default_str();
-  train->add_option("--metrics", t.metrics, "JSON-lines metrics file (rank 0)");
+  train->add_option("--metrics", t.metrics, "JSON-lines metrics file (rank 0; default: $HPCTRAIN_METRICS)");
   train->add_option("--log-every", t.log_every, "print a step line every N steps")->capture_default_str();
   train->add_option("--eval-every", t.eval_every, "validation loss every N steps (0: never)")->capture_default_str();
   train->add_option("--val-batches", t.val_batches, "batches per validation")->capture_default_str();
@@ -147,6 +148,11 @@ int main(int argc, char** argv) {
 
   try {
     if (*train) {
+      // `hpclaunch run` puts the metrics into the run directory (see its batch template), so
+      // that the launcher can show step and tokens/s while it follows the job.
+      if (t.metrics.empty()) {
+        if (const char* m = std::getenv("HPCTRAIN_METRICS"); m && *m) t.metrics = m;
+      }
       t_shape.apply(t.model);
       if (t_seq_len != kUnset) t.seq_len = t_seq_len;
       if (t_decay != kUnset) t.decay_steps = t_decay;

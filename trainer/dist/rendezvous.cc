@@ -78,9 +78,11 @@ Rendezvous rendezvous_from_env(const EnvLookup& env, const std::string& master_s
   if (auto port = env("MASTER_PORT")) {
     r.master_port = parse_int("MASTER_PORT", *port, 1, 65535);
   } else if (auto job = env("SLURM_JOB_ID")) {
+    // hpclaunch's default rule (docs/rendezvous.md): 20000 + job id mod 12768, below Linux's
+    // ephemeral ports, the same on every rank of the job.
     const std::string& id = *job;
-    const std::string tail = id.size() > 4 ? id.substr(id.size() - 4) : id;
-    r.master_port = 15000 + parse_int("SLURM_JOB_ID", tail, 0, 9999);
+    const std::string tail = id.size() > 9 ? id.substr(id.size() - 9) : id;
+    r.master_port = 20000 + parse_int("SLURM_JOB_ID", tail, 0, 999999999) % 12768;
   } else {
     throw UserError("MASTER_PORT", "is not set", "export MASTER_PORT=<free port> on every rank");
   }
