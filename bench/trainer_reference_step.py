@@ -4,6 +4,9 @@ model.py in structure: explicit masked attention on torch 1.13, full logits + F.
 AdamW with decay on 2-D tensors, clip 1.0) on the same data and shape as hpctrain.
 Prints one JSON line: {"median_step_ms", "tokens_per_s", "cpu_ms", "steps"}.
 Usage: trainer_reference_step.py TOKENS.npy L H C T B V STEPS THREADS
+With NANOGPT_MODEL=/path/to/nanoGPT/model.py, times nanoGPT's own model.py instead (fetch
+karpathy/nanoGPT yourself; it is not part of this repository): GPTConfig with dropout 0 and
+biases, configure_optimizers(0.1, 6e-4, (0.9, 0.95), "cpu").
 """
 import json
 import os
@@ -21,8 +24,21 @@ path = sys.argv[1]
 L, H, C, T, B, V, steps, threads = map(int, sys.argv[2:10])
 torch.set_num_threads(threads)
 torch.manual_seed(1337)
-model = ref.GPT(ref.Config(L, H, C, T, V))
-opt = model.optimizer(6e-4)
+nanogpt = os.environ.get("NANOGPT_MODEL")
+if nanogpt:
+    import importlib.util
+    import contextlib
+    import io
+    spec = importlib.util.spec_from_file_location("nanogpt_model", nanogpt)
+    nano = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(nano)
+    with contextlib.redirect_stdout(io.StringIO()):  # it prints parameter counts
+        model = nano.GPT(nano.GPTConfig(block_size=T, vocab_size=V, n_layer=L, n_head=H, n_embd=C,
+                                        dropout=0.0, bias=True))
+        opt = model.configure_optimizers(0.1, 6e-4, (0.9, 0.95), "cpu")
+else:
+    model = ref.GPT(ref.Config(L, H, C, T, V))
+    opt = model.optimizer(6e-4)
 tokens = np.load(path, mmap_mode="r")
 wall, cpu = [], []
 pos = 0
@@ -43,4 +59,5 @@ warm = wall[2:] or wall
 cpu_warm = cpu[2:] or cpu
 ms = statistics.median(warm) * 1e3
 print(json.dumps({"median_step_ms": ms, "tokens_per_s": B * T / (ms / 1e3),
-                  "cpu_ms": statistics.median(cpu_warm) * 1e3, "steps": steps}))
+                  "cpu_ms": statistics.median(cpu_warm) * 1e3, "steps": steps,
+                  "reference": "nanoGPT model.py" if nanogpt else "tests/trainer/reference_gpt.py"}))
