@@ -1,0 +1,134 @@
+// Faults: the controller is down at submit time, or restarts while `run` follows a job.
+// These tests stop the test cluster's slurmctld by its pid file and start it again as
+// scripts/testcluster.sh does (state kept, so jobs survive), also when they fail.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "harness.h"
+
+using namespace slt;
+
+TEST_CASE("slurmctld down at submit: one clear line after bounded retries, exit 2, nothing submitted",
+          "[slurm][fault][submit]") {
+  Workspace ws("ctld-down");
+  ControllerRestarter restart_controller;  // declared after ws: runs before ws cancels its jobs
+
+  // Slurm's clients try to reach a dead controller for 9 s by default before they fail;
+  // hpclaunch's 4 sbatch tries (each followed by a squeue looking for the job) would take a
+  // minute and a half. With MessageTimeout=2 in its slurm.conf they take seconds.
+  const std::string conf = impatient_slurm_conf(ws.dir());
+  stop_slurmctld();
+  REQUIRE(!slurmctld_running());
+
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = ws.hpclaunch(ws.job_args("submit", "1n1g"), {"SLURM_CONF=" + conf}, 180s);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO(r.summary() << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err << "\ntook " << took << " s");
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(count_nonempty_lines(r.err) == 1);
+  CHECK(r.err.rfind("hpclaunch: error: ", 0) == 0);
+  CHECK(contains(r.err, "attempts"));         // it retried ...
+  CHECK(contains(r.err, "slurmctld"));        // ... and says what to check
+  CHECK(took > 10);                           // 2 + 4 + 8 s of back-off between the tries
+  CHECK(took < 60);                           // bounded
+  // Nothing written: no run directory.
+  std::error_code ec;
+  CHECK(!std::filesystem::exists(ws.work() + "/runs/" + ws.job_name(), ec));
+  bool any_run = false;
+  for (std::filesystem::directory_iterator it(ws.work() + "/runs", ec), end; !ec && it != end;
+       it.increment(ec))
+    any_run = true;
+  CHECK(!any_run);
+
+  // Once the controller is back, it knows of no job by this test's name: nothing was queued.
+  start_slurmctld();
+  REQUIRE(slurmctld_running());
+  auto q = run({"squeue", "--noheader", "--name=" + ws.job_name(), "--format=%i %T"});
+  REQUIRE(q.ok());
+  CHECK(q.out.empty());
+  auto all = run({"scontrol", "show", "job", "--oneliner"});
+  CHECK(!contains(all.out, "JobName=" + ws.job_name() + " "));
+}
+
+TEST_CASE("slurmctld restarts while run follows: following resumes, the job's real exit status",
+          "[slurm][fault][follow]") {
+  Workspace ws("ctld-restart");
+  ControllerRestarter restart_controller;
+
+  std::vector<std::string> argv = {HPCLAUNCH_BIN};
+  auto args = ws.job_args("run", "1n1g");
+  argv.insert(argv.end(), args.begin(), args.end());
+  // Runs ~4 s, then fails with 5: the end happens while the controller is away. hpclaunch's
+  // scontrol gives up on the dead controller after ~2 s (MessageTimeout=2), not 18 s.
+  const std::string conf = impatient_slurm_conf(ws.dir());
+  LiveProcess live(argv, ws.env({"SLURM_CONF=" + conf, "PROBE_SLEEP=4", "PROBE_EXIT=5"}),
+                   ws.work());
+  REQUIRE(live.spawned());
+  auto submitted = live.wait_for(LiveProcess::kErr, "submitted job", 30s);
+  REQUIRE(submitted);
+  const std::string job = submitted_job_id(submitted->text);
+  REQUIRE(live.wait_for(LiveProcess::kOut, "probe rank=0", 30s));  // running
+
+  stop_slurmctld();
+  std::this_thread::sleep_for(6s);  // longer than scontrol waits for it, shorter than the job
+  start_slurmctld();
+  REQUIRE(slurmctld_running());
+
+  int code = live.wait(120s);
+  const std::string err = live.text(LiveProcess::kErr);
+  INFO("stdout:\n" << live.text(LiveProcess::kOut) << "\nstderr:\n" << err);
+  CHECK(code == 5);
+  CHECK(contains(err, "job " + job + " FAILED with exit code 5"));
+  CHECK(contains(err, "retrying"));                       // it noticed the controller was gone
+  CHECK(contains(err, "reached the scheduler again"));    // and came back to the job
+  CHECK(job_fields(job)["ExitCode"] == "5:0");
+}
+
+// BUG (launcher, SlurmBackend::submit): an sbatch whose reply is lost (controller frozen, or a
+// slow network) is retried; the controller later carries out every try, and hpclaunch picks one
+// of the jobs by its tag and leaves the others in the queue, held (sbatch --hold) forever.
+TEST_CASE("slurmctld frozen at submit (replies lost): the job is submitted once, none held behind",
+          "[slurm][fault][submit][!mayfail]") {
+  Workspace ws("ctld-frozen");
+  const std::string conf = impatient_slurm_conf(ws.dir());
+  std::vector<std::string> argv = {HPCLAUNCH_BIN};
+  auto args = ws.job_args("submit", "1n1g");
+  argv.insert(argv.end(), args.begin(), args.end());
+  int code = -1;
+  std::string out, err;
+  {
+    ControllerFreeze freeze;
+    REQUIRE(freeze.frozen());
+    LiveProcess submit(argv, ws.env({"SLURM_CONF=" + conf}), ws.work());
+    REQUIRE(submit.spawned());
+    // Two sbatch tries time out (2 s each, 2 s back-off, a 2 s squeue between), then it thaws.
+    std::this_thread::sleep_for(std::chrono::milliseconds(9500));
+    freeze.thaw();
+    code = submit.wait(120s);
+    out = submit.text(LiveProcess::kOut);
+    err = submit.text(LiveProcess::kErr);
+  }
+  INFO("exit " << code << "\nstdout:\n" << out << "\nstderr:\n" << err);
+  std::this_thread::sleep_for(1s);
+  // Every job the controller ever made under this test's name (finished ones included).
+  auto all = run({"scontrol", "show", "job", "--oneliner"});
+  REQUIRE(all.ok());
+  std::vector<std::string> ids;
+  std::smatch m;
+  static const std::regex job_line(R"(^JobId=(\d+) JobName=(\S+) )");
+  for (const auto& line : lines_of(all.out))
+    if (std::regex_search(line, m, job_line) && m[2] == ws.job_name()) ids.push_back(m[1]);
+  INFO("jobs named " << ws.job_name() << ": " << ids.size());
+  if (code == 0) {
+    // Submitted: exactly the one job it printed.
+    REQUIRE(ids.size() == 1);
+    CHECK(lines_of(out).at(0) == ids.front());
+  } else {
+    // Or refused after its retries: then nothing at all.
+    CHECK(code == 2);
+    CHECK(ids.empty());
+  }
+}
