@@ -304,9 +304,13 @@ int Follower::run() {
         emit_lines(stdout_, "", out_, true);
       }
       if (have_status_ && !status_.found) {
-        say("job " + id_ + " is not known to the scheduler (" +
-            (status_.detail.empty() ? "it may have ended long ago" : status_.detail) +
-            "); no accounting (sacct) to ask");
+        // Without -f, a log we still have is the answer; otherwise say why there is none.
+        if (!o_.follow && !o_.known_stdout_path.empty()) return 0;
+        std::string line = "job " + id_ + " is not known to the scheduler (" +
+                           (status_.detail.empty() ? "it may have ended long ago" : status_.detail) +
+                           "); no accounting (sacct) to ask";
+        if (o_.follow) say(line);
+        else err_ << "hpclaunch: " << line << "\n";
         return follow_exit::kLost;
       }
     }

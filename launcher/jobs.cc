@@ -32,6 +32,22 @@ std::string absolute_runs_root(const std::string& runs_dir) {
   return p.lexically_normal().string();
 }
 
+std::string replace_job_name_pattern(const std::string& pattern, const std::string& name) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == '%') {
+      out += "%%";  // a literal percent sign stays escaped
+      ++i;
+    } else if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == 'x') {
+      out += name;
+      ++i;
+    } else {
+      out += pattern[i];
+    }
+  }
+  return out;
+}
+
 std::string shell_join(const std::vector<std::string>& argv) {
   std::string s;
   for (const auto& a : argv) s += (s.empty() ? "" : " ") + a;
@@ -84,8 +100,10 @@ int submit_and_follow(const Spec& spec, const std::string& script, const Backend
   bool remote = backend->kind() == "ssh";
   request.runs_root = remote ? choice.remote_runs_dir : absolute_runs_root(choice.runs_dir);
   if (!remote) request.workdir = fs::current_path().string();
-  request.output = spec.job.output;
-  request.error = spec.job.error;
+  // %x (the job name) in a log path: the name may hold '/' or spaces, so use its run-directory
+  // form, which the run directory's own name uses too.
+  request.output = replace_job_name_pattern(spec.job.output, run_dir_name(spec.job.name));
+  request.error = replace_job_name_pattern(spec.job.error, run_dir_name(spec.job.name));
   request.files = {{"spec.json", spec.canonical_json()}};
 
   SubmitResult submitted = backend->submit(request);
@@ -213,12 +231,22 @@ int show_logs(const std::string& job, const BackendChoice& choice, bool follow,
   if (!run.record.run_dir.empty()) f.metrics_path = run.record.run_dir + "/metrics.jsonl";
   f.max_steps = run.record.max_steps;
   f.known_stdout_path = run.record.stdout_path;
-  int code = follow_job(*run.backend, run.record.job_id, f, std::cout, std::cerr);
-  return follow ? code : 0;
+  return follow_job(*run.backend, run.record.job_id, f, std::cout, std::cerr);
 }
 
 int cancel_job(const std::string& job, const BackendChoice& choice) {
   OpenedRun run = open_run(job, choice);
+  // scancel is silent about ids it does not know: ask first, so a typo is not "cancelled".
+  JobStatus s = run.backend->status(run.record.job_id);
+  if (!s.found) {
+    throw UserError(job, "the scheduler does not know this job",
+                    "check the id (hpclaunch list, squeue); nothing was cancelled");
+  }
+  if (s.terminal()) {
+    std::cerr << "hpclaunch: job " << run.record.job_id << " already ended (" << s.state
+              << "); nothing to cancel\n";
+    return 0;
+  }
   run.backend->cancel(run.record.job_id);
   std::cerr << "hpclaunch: cancel requested for job " << run.record.job_id << "\n";
   return 0;

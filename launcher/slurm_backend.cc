@@ -136,17 +136,21 @@ JobStatus parse_scontrol_job(const std::string& line) {
 SlurmBackend::SlurmBackend(std::unique_ptr<Host> host, std::string kind, SlurmBackendOptions options)
     : host_(std::move(host)), kind_(std::move(kind)), options_(options) {}
 
-std::optional<std::string> SlurmBackend::find_job_by_tag(const std::string& tag) {
+std::vector<std::string> SlurmBackend::find_jobs_by_tag(const std::string& tag) {
   CommandOptions o;
   o.timeout = options_.command_timeout;
   auto r = host_->run({"squeue", "--noheader", "--all", "--format=%i %k"}, o);
-  if (!r.ok()) return std::nullopt;
+  std::vector<std::string> ids;
+  if (!r.ok()) return ids;
   std::istringstream in(r.out);
   std::string id, comment;
   while (in >> id && std::getline(in, comment)) {
-    if (trim(comment) == "hpclaunch:" + tag) return id;
+    if (trim(comment) == "hpclaunch:" + tag) ids.push_back(id);
   }
-  return std::nullopt;
+  std::sort(ids.begin(), ids.end(), [](const std::string& a, const std::string& b) {
+    return a.size() != b.size() ? a.size() < b.size() : a < b;
+  });
+  return ids;
 }
 
 SubmitResult SlurmBackend::submit(const SubmitRequest& request) {
@@ -172,19 +176,23 @@ SubmitResult SlurmBackend::submit(const SubmitRequest& request) {
   if (!request.workdir.empty()) o.cwd = request.workdir;
 
   std::string job_id;
+  bool retried = false;
   auto delay = options_.retry_delay;
   for (int attempt = 1;; ++attempt) {
     CommandResult r = host_->run(argv, o);
     if (r.ok()) {
       job_id = trim(r.out.substr(0, r.out.find(';')));
+      retried = attempt > 1;
       break;
     }
     std::string why = one_line(r.err.empty() ? r.out : r.err);
     bool retryable = r.timed_out || is_controller_unreachable(why);
     // A lost reply may still have submitted the job: look for our tag before trying again.
     if (retryable) {
-      if (auto found = find_job_by_tag(tag)) {
-        job_id = *found;
+      auto found = find_jobs_by_tag(tag);
+      if (!found.empty()) {
+        job_id = found.front();
+        retried = true;
         break;
       }
     }
@@ -203,6 +211,14 @@ SubmitResult SlurmBackend::submit(const SubmitRequest& request) {
   }
   if (job_id.empty() || !std::all_of(job_id.begin(), job_id.end(), ::isdigit)) {
     throw BackendError("sbatch printed no job id (\"" + one_line(job_id) + "\")");
+  }
+
+  // A try that timed out may still have been carried out by a slow controller: every job
+  // carrying our tag but the one we keep is cancelled (they are held, so none has run).
+  if (retried) {
+    for (const auto& extra : find_jobs_by_tag(tag)) {
+      if (extra != job_id) host_->run({"scancel", extra}, CommandOptions{});
+    }
   }
 
   SubmitResult result;

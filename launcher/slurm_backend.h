@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "backend.h"
 #include "host.h"
@@ -34,7 +35,8 @@ class SlurmBackend : public Backend {
 
  private:
   std::optional<JobStatus> status_from_sacct(const std::string& job_id);
-  std::optional<std::string> find_job_by_tag(const std::string& tag);
+  // Jobs whose comment carries `hpclaunch:<tag>`, lowest id first.
+  std::vector<std::string> find_jobs_by_tag(const std::string& tag);
 
   std::unique_ptr<Host> host_;
   std::string kind_;

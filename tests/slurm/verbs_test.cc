@@ -148,7 +148,7 @@ TEST_CASE("a job the cluster can never run: sbatch's reason in one line, exit 2,
 // not exist, so slurmd cannot open it and the job fails at launch (Reason=JobLaunchFailure,
 // ExitCode 0:53). hpclaunch run then prints "FAILED with exit code 0 (signal 53)" and exits 181.
 TEST_CASE("a job name with a slash: the job runs and its log streams, or the name is refused",
-          "[slurm][verbs][!mayfail]") {
+          "[slurm][verbs]") {
   Workspace ws("slash");
   JobCanceller cancel_later;
   auto args = ws.job_args("run", "1n1g", {"--set", "job.name=team/" + ws.job_name()});
@@ -170,7 +170,7 @@ TEST_CASE("a job name with a slash: the job runs and its log streams, or the nam
 // and exits 0 (`status` and `logs -f` say "not known to the scheduler", exit 75), and `cancel`
 // says "cancel requested" and exits 0 (scancel is silent about unknown ids).
 TEST_CASE("logs and cancel of a job id Slurm does not know say so and fail",
-          "[slurm][verbs][!mayfail]") {
+          "[slurm][verbs]") {
   Workspace ws("unknown-id");
   const std::string job = "987654";  // far beyond any id the test cluster hands out
   auto logs = ws.hpclaunch({"logs", job});
