@@ -5,7 +5,8 @@
 #   2. DDP efficiency: 2 ranks x 1 thread vs 1 rank x 1 thread (tokens/s per rank);
 #   3. training FLOP/s (6N + 12LCT per token) as a fraction of the measured sgemm rate.
 # The two implementations alternate (ABAB) so that load from other processes hits both alike.
-# Usage: bench/trainer_bench.sh [PATH/TO/hpctrain]   (STEPS=N to change the 12 steps per run)
+# Usage: bench/trainer_bench.sh [PATH/TO/hpctrain]   (STEPS=N to change the 12 steps per run;
+# NANOGPT_MODEL=/path/to/nanoGPT/model.py to time nanoGPT's own model.py as the reference)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 HPCTRAIN=${1:-$here/../build-trainer/trainer/hpctrain}
@@ -84,7 +85,7 @@ fig = {
 ours_s = ", ".join("%.0f" % x for x in ours)
 ref_s = ", ".join("%.0f" % r["tokens_per_s"] for r in ref)
 print("hpctrain   tokens/s: %s" % ours_s)
-print("reference  tokens/s: %s   (nanoGPT-style model, python3-torch)" % ref_s)
+print("reference  tokens/s: %s   (%s, python3-torch)" % (ref_s, ref[0].get("reference", "reference")))
 print("speed-up (best/best): %.2fx wall; %.2fx in tokens per CPU-second (%.0f vs %.0f)"
       % (fig["speedup_best_vs_best"], fig["speedup_cpu_time"], cpu_ours, cpu_ref))
 print("DDP 2 ranks x 1 thread: %.0f tokens/s, efficiency %.2f" % (ddp, fig["ddp_efficiency"]))
