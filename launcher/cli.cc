@@ -20,11 +20,8 @@
 #include "render.h"
 #include "shell.h"
 #include "spec.h"
+#include "version.h"
 #include "suggest.h"
-
-#ifndef HPC_VERSION
-#define HPC_VERSION "0.0.0"
-#endif
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -314,7 +311,7 @@ Rendered render_selection(const SelectionFlags& flags,
   fs::path tmpl = flags.template_file.empty() ? catalog.default_template() : fs::path(flags.template_file);
   ScriptTemplate t = ScriptTemplate::from_file(tmpl);
   r.template_origin = t.origin();
-  r.script = t.render(r.spec, RenderContext{HPC_VERSION, command});
+  r.script = t.render(r.spec, RenderContext{kVersion, command});
   return r;
 }
 
@@ -338,7 +335,7 @@ int run_cli(const std::vector<std::string>& raw_args) {
   CLI::App app{"hpclaunch: declarative presets and cluster profiles -> reviewed sbatch scripts",
                "hpclaunch"};
   app.footer(kExamples);
-  app.set_version_flag("--version", std::string("hpclaunch ") + HPC_VERSION);
+  app.set_version_flag("--version", std::string("hpclaunch ") + kVersion);
   app.require_subcommand(1);
 
   bool as_json = false;

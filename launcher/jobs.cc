@@ -15,10 +15,7 @@
 #include "slurm_backend.h"
 #include "ssh_host.h"
 #include "subprocess.h"
-
-#ifndef HPC_VERSION
-#define HPC_VERSION "0.0.0"
-#endif
+#include "version.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -119,7 +116,7 @@ int submit_and_follow(const Spec& spec, const std::string& script, const Backend
   record.run_dir = submitted.run_dir;
   record.submit_command = submitted.submit_command;
   record.submitted_at = utc_now_iso8601();
-  record.hpclaunch_version = HPC_VERSION;
+  record.hpclaunch_version = kVersion;
   record.spec_hash = spec.hash();
   record.preset = spec.preset;
   record.cluster = spec.cluster;

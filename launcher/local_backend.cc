@@ -1,5 +1,7 @@
 #include "local_backend.h"
 
+#include "run_record.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -89,16 +91,6 @@ int available_cpus() {
   }
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? static_cast<int>(n) : 1;
-}
-
-// A run-directory-safe form of a job name: letters, digits, '.', '_', '-' (others -> '_').
-std::string safe_dir_name(const std::string& job_name) {
-  std::string out;
-  for (unsigned char c : job_name)
-    out += (std::isalnum(c) || c == '.' || c == '_' || c == '-') ? char(c) : '_';
-  if (out.empty() || out[0] == '.') out.insert(out.begin(), 'j');
-  if (out.size() > 64) out.resize(64);
-  return out;
 }
 
 std::string read_small_file(const std::string& path) {
@@ -1086,7 +1078,7 @@ SubmitResult LocalBackend::submit(const SubmitRequest& request) {
 
   std::string job_id = allocate_job_id(runs_root);
   std::string job_name = !o.job_name.empty() ? o.job_name : !request.job_name.empty() ? request.job_name : "sbatch";
-  std::string dir_name = safe_dir_name(request.job_name.empty() ? job_name : request.job_name) + "-" + job_id;
+  std::string dir_name = run_dir_name(request.job_name.empty() ? job_name : request.job_name) + "-" + job_id;
   std::string run_dir = runs_root + "/" + dir_name;
 
   SlurmFilenameContext names{job_id, job_name, user_name(), "localhost"};
@@ -1161,7 +1153,7 @@ SubmitResult LocalBackend::submit(const SubmitRequest& request) {
       {"SLURM_JOB_GID", std::to_string(getgid())},
       {"ENVIRONMENT", "BATCH"},
       // As with the slurm backend: the script puts the trainer's metrics into the run dir.
-      {"HPCLAUNCH_RUN_DIR_PREFIX", runs_root + "/" + safe_dir_name(request.job_name.empty() ? job_name : request.job_name) + "-"},
+      {"HPCLAUNCH_RUN_DIR_PREFIX", runs_root + "/" + run_dir_name(request.job_name.empty() ? job_name : request.job_name) + "-"},
       // For the local scontrol (requeue) and srun.
       {"HPCLAUNCH_LOCAL_RUN_DIR", run_dir},
       {"HPCLAUNCH_LOCAL_RUNS_ROOT", runs_root},

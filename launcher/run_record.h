@@ -46,4 +46,8 @@ std::vector<RunRecord> list_runs(const std::string& runs_root);
 
 std::string utc_now_iso8601();
 
+// The run-directory-safe form of a job name, used for <runs>/<name>-<job id>/ and for %x in log
+// paths: letters, digits, '.', '_', '-' (anything else becomes '_'), at most 64 characters.
+std::string run_dir_name(const std::string& job_name);
+
 }  // namespace hpc

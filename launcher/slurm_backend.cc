@@ -1,5 +1,7 @@
 #include "slurm_backend.h"
 
+#include "run_record.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -76,15 +78,6 @@ bool is_controller_unreachable(const std::string& text) {
   for (const char* s : kSigns)
     if (text.find(s) != std::string::npos) return true;
   return false;
-}
-
-std::string run_dir_name(const std::string& job_name) {
-  std::string out;
-  for (unsigned char c : job_name)
-    out += (std::isalnum(c) || c == '.' || c == '_' || c == '-') ? char(c) : '_';
-  if (out.empty() || out[0] == '.') out.insert(out.begin(), 'j');
-  if (out.size() > 64) out.resize(64);
-  return out;
 }
 
 JobStatus parse_scontrol_job(const std::string& line) {

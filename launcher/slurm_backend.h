@@ -50,7 +50,5 @@ JobStatus parse_scontrol_job(const std::string& line);
 long parse_slurm_duration(const std::string& text);
 // Whether a Slurm client's error text means the controller could not be reached (retryable).
 bool is_controller_unreachable(const std::string& text);
-// A run-directory-safe form of a job name: letters, digits, '.', '_', '-' (others -> '_').
-std::string run_dir_name(const std::string& job_name);
 
 }  // namespace hpc
