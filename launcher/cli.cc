@@ -22,6 +22,8 @@
 #include "spec.h"
 #include "version.h"
 #include "suggest.h"
+#include "plot.h"
+#include "sweep.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -39,6 +41,8 @@ constexpr const char* kExamples = R"(Examples:
   hpclaunch run --preset 1n2g --local -- --model tiny --max-steps 20
   hpclaunch status 12345; hpclaunch logs -f 12345 --rank 0; hpclaunch cancel 12345; hpclaunch list
   hpclaunch hostlist expand 'node[01-03],gpu-a[1-2]'
+  hpclaunch sweep --presets 1n1g,1n2g,2n2g --strategy ddp,fsdp --scaling strong -- --model tiny
+  hpclaunch report sweeps/1n1g_1n2g_2n2g-ddp_fsdp-strong
 Docs: docs/quickstart.md, docs/presets.md, docs/clusters.md)";
 
 // Flags shared by render and validate: what to resolve.
@@ -423,6 +427,34 @@ int run_cli(const std::vector<std::string>& raw_args) {
   auto* compress = hostlist->add_subcommand("compress", "hosts -> compact expression");
   compress->add_option("HOST", hosts, "host names (in order)")->required();
 
+  // Scaling sweeps (launcher/sweep.h, docs/sweeps.md).
+  SweepConfig sweep_cli;
+  std::string sweep_file, sweep_presets, sweep_strategies, report_dir;
+  BackendFlags sweep_backend;
+  auto* sweep = app.add_subcommand(
+      "sweep", "submit one job per preset x strategy, measure tokens/s, write speedup plots; "
+               "arguments after -- go to hpctrain");
+  std::vector<CLI::Option*> sweep_opts = {
+      sweep->add_option("--file,-f", sweep_file, "sweep file (JSON with comments; examples/sweeps/)"),
+      sweep->add_option("--presets", sweep_presets, "shape presets, comma-separated: 1n1g,1n2g,2n2g"),
+      sweep->add_option("--strategy,--strategies,-s", sweep_strategies, "strategies, comma-separated: ddp,fsdp"),
+      sweep->add_option("--scaling", sweep_cli.scaling, "strong (global batch fixed) or weak (per-GPU batch fixed)"),
+      sweep->add_option("--steps", sweep_cli.steps, "training steps per point (--max-steps)"),
+      sweep->add_option("--cluster,-c", sweep_cli.cluster, "cluster profile"),
+      sweep->add_option("--max-concurrent,-j", sweep_cli.max_concurrent, "points in flight at once (default 1)"),
+      sweep->add_option("--warmup-steps", sweep_cli.warmup_steps, "steps dropped before averaging (default max(3, 20%))"),
+      sweep->add_option("--start-timeout", sweep_cli.start_timeout_s, "seconds a point may wait to start before it is cancelled (default 600)"),
+      sweep->add_option("--out,-o", sweep_cli.out_dir, "sweep directory (default sweeps/PRESETS-STRATEGIES-SCALING); re-running resumes it"),
+      sweep->add_option("--set", sweep_cli.sets, "override a key for every point (repeatable)")->take_all(),
+      sweep->add_option("--project", sweep_cli.project, "project file (default: ./hpclaunch.json if present)"),
+      sweep->add_flag("--no-project", sweep_cli.no_project, "ignore ./hpclaunch.json"),
+      sweep->add_option("--template", sweep_cli.template_file, "mustache template (default: the built-in one)"),
+      sweep->add_option("--poll", sweep_cli.poll_interval_s, "seconds between state checks (default 1)")};
+  sweep_backend.add_to(sweep, true);
+  sweep->footer("Example: hpclaunch sweep --presets 1n1g,1n2g --strategy ddp --local --steps 20 -- --model tiny");
+  auto* report = app.add_subcommand("report", "re-render a sweep's summary.md and plots from its results.csv");
+  report->add_option("DIR", report_dir, "the sweep directory")->required();
+
   // A mistyped verb: name it and suggest the closest one (CLI11 only says one is required).
   if (args.size() > 1 && !args[1].empty() && args[1][0] != '-') {
     std::vector<std::string> verbs;
@@ -444,9 +476,9 @@ int run_cli(const std::vector<std::string>& raw_args) {
               << "; see hpclaunch --help" << std::endl;
     return kExitUsage;
   }
-  if (trainer_args && !render->parsed() && !run->parsed() && !submit->parsed()) {
+  if (trainer_args && !render->parsed() && !run->parsed() && !submit->parsed() && !sweep->parsed()) {
     std::cerr << "hpclaunch: error: --: arguments after -- are for hpctrain and only go with "
-                 "render, run and submit; remove them or use one of those"
+                 "render, run, submit and sweep; remove them or use one of those"
               << std::endl;
     return kExitUsage;
   }
@@ -558,6 +590,29 @@ int run_cli(const std::vector<std::string>& raw_args) {
       run_options.follow = run->parsed();
       return submit_and_follow(r.spec, r.script, backend.choice(), command, run_options);
     }
+    if (sweep->parsed()) {
+      SweepConfig config;
+      if (!sweep_file.empty()) config = read_sweep_file(sweep_file);
+      // The command line wins over the file, flag by flag.
+      SweepConfig given = sweep_cli;
+      if (sweep_opts[1]->count()) config.presets = split_comma_list(sweep_presets);
+      if (sweep_opts[2]->count()) config.strategies = split_comma_list(sweep_strategies);
+      if (sweep_opts[3]->count()) config.scaling = given.scaling;
+      if (sweep_opts[4]->count()) config.steps = given.steps;
+      if (sweep_opts[5]->count()) config.cluster = given.cluster;
+      if (sweep_opts[6]->count()) config.max_concurrent = given.max_concurrent;
+      if (sweep_opts[7]->count()) config.warmup_steps = given.warmup_steps;
+      if (sweep_opts[8]->count()) config.start_timeout_s = given.start_timeout_s;
+      if (sweep_opts[9]->count()) config.out_dir = given.out_dir;
+      config.sets.insert(config.sets.end(), given.sets.begin(), given.sets.end());
+      if (sweep_opts[11]->count()) config.project = given.project;
+      if (given.no_project) config.no_project = true;
+      if (sweep_opts[13]->count()) config.template_file = given.template_file;
+      if (sweep_opts[14]->count()) config.poll_interval_s = given.poll_interval_s;
+      if (trainer_args) config.trainer_args.insert(config.trainer_args.end(), trainer_args->begin(), trainer_args->end());
+      return run_sweep(config, sweep_backend.choice(), command);
+    }
+    if (report->parsed()) return report_sweep_dir(report_dir);
     if (status->parsed()) return show_status(job, job_backend.choice(), as_json);
     if (logs->parsed()) {
       return show_logs(job, job_backend.choice(), follow_logs,

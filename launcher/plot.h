@@ -1,0 +1,73 @@
+// A sweep's results: the table (results.csv), the scaling math (steady-state tokens/s, speedup,
+// efficiency) and what is made from it (summary.md, gnuplot plots as PNG and SVG).
+//
+// Everything here reads and writes files in a sweep directory; nothing submits jobs, so
+// `hpclaunch report DIR` can re-render a sweep from its results.csv alone.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hpc {
+
+// One point of a sweep: a (preset, strategy) pair and what came of its job.
+struct ResultRow {
+  std::string preset, strategy;
+  int nodes = 0, gpus = 0;
+  std::string job_id;
+  std::string state;                     // Slurm's word (COMPLETED, FAILED, ...), START_TIMEOUT,
+                                         // NOT_SUBMITTED, or a live state for an unfinished sweep
+  std::optional<double> tokens_per_s;    // steady-state mean over all ranks; none if unknown
+  std::optional<double> tokens_per_s_std;
+  int steps_used = 0;                    // steps that went into the mean (warm-up excluded)
+  std::optional<double> speedup;         // vs the smallest measured point of the same strategy
+  std::optional<double> efficiency;      // speedup / (gpus / gpus of that point)
+  std::string run_dir, log;              // where the job ran and its log (on the backend's host)
+  std::string message;                   // why a point has no numbers, one line
+
+  std::optional<double> tokens_per_s_per_gpu() const;
+};
+
+// Steady-state throughput of one run.
+struct Throughput {
+  double mean = 0, std = 0;  // sample standard deviation (n - 1); 0 for one step
+  int steps_used = 0, steps_total = 0, warmup = 0;
+};
+
+// tokens/s of each training step from a metrics.jsonl (trainer/metrics.h: one JSON object a
+// line; lines without tokens_per_s, such as {"step", "val_loss"}, are skipped; a resumed run's
+// repeated steps keep the last value). Throws std::runtime_error naming the line on bad JSON.
+std::vector<double> tokens_per_s_from_metrics(const std::string& jsonl);
+
+// Warm-up steps to drop: `warmup` when >= 0, else the larger of 3 and 20% of the steps.
+// At least one step is always kept. Returns nullopt for no steps.
+std::optional<Throughput> steady_state(const std::vector<double>& tokens_per_s, int warmup = -1);
+
+// Fills speedup and efficiency: per strategy, relative to the measured point with the fewest
+// GPUs (ties: the first row). Rows without tokens/s get neither.
+void compute_scaling(std::vector<ResultRow>& rows);
+
+// results.csv: a header line, then one RFC 4180 row per point.
+std::string results_csv(const std::vector<ResultRow>& rows);
+// Parses results.csv (columns found by header name). Throws UserError "origin:LINE: ..." on a
+// malformed file.
+std::vector<ResultRow> parse_results_csv(const std::string& text, const std::string& origin);
+
+// What rendering produced: files written, and problems (gnuplot missing or failing), each a line.
+struct ReportOutcome {
+  std::vector<std::string> written;
+  std::vector<std::string> problems;
+};
+
+// Writes summary.md and plots/ (speedup.gp, efficiency.gp, scaling-STRATEGY.dat, and the PNG
+// and SVG gnuplot renders from them) into `dir`. `title` heads summary.md.
+ReportOutcome write_report(const std::filesystem::path& dir, const std::vector<ResultRow>& rows,
+                           const std::string& title);
+
+// `hpclaunch report DIR`: reads DIR/results.csv, recomputes speedup and efficiency, re-renders.
+// Returns the exit status (1 when a plot could not be made).
+int report_sweep_dir(const std::filesystem::path& dir);
+
+}  // namespace hpc

@@ -1,0 +1,625 @@
+#include "sweep.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <ctime>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "atomic_file.h"
+#include "catalog.h"
+#include "error.h"
+#include "follow.h"
+#include "host.h"
+#include "json_file.h"
+#include "plot.h"
+#include "render.h"
+#include "shell.h"
+#include "spec.h"
+#include "suggest.h"
+#include "version.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace hpc {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+std::string first_line(const std::string& text) { return comment_text(text.substr(0, text.find('\n'))); }
+extern "C" void on_sweep_interrupt(int) { g_interrupted = true; }
+
+// One point and its job, as kept in sweep.json.
+struct Point {
+  std::string preset, strategy;
+  int nodes = 0, gpus = 0;
+  Spec spec;
+  std::string script;
+  // From the job:
+  std::string job_id, run_dir, log, state = "NOT_SUBMITTED", message, spec_hash;
+  bool submitted_now = false;   // by this invocation
+  bool started = false;         // seen RUNNING (or later)
+  Clock::time_point waiting_since;
+  long elapsed = -1;
+  std::optional<Throughput> throughput;
+
+  std::string key() const { return preset + "/" + strategy; }
+  bool active() const { return !job_id.empty() && !is_terminal_state(state) && state != "START_TIMEOUT"; }
+};
+
+json point_json(const Point& p) {
+  return {{"preset", p.preset}, {"strategy", p.strategy}, {"nodes", p.nodes},     {"gpus", p.gpus},
+          {"job_id", p.job_id}, {"run_dir", p.run_dir},   {"log", p.log},         {"state", p.state},
+          {"message", p.message}, {"spec_hash", p.spec_hash}};
+}
+
+std::string str_at(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+long long_option(const std::vector<std::string>& args, const std::string& flag) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == flag && i + 1 < args.size()) return std::atol(args[i + 1].c_str());
+    if (args[i].rfind(flag + "=", 0) == 0) return std::atol(args[i].c_str() + flag.size() + 1);
+  }
+  return 0;
+}
+
+std::vector<std::string> without_option(const std::vector<std::string>& args, const std::string& flag) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == flag) {
+      ++i;  // and its value
+      continue;
+    }
+    if (args[i].rfind(flag + "=", 0) == 0) continue;
+    out.push_back(args[i]);
+  }
+  return out;
+}
+
+void validate(const SweepConfig& c) {
+  if (c.presets.empty()) {
+    throw UserError("--presets", "no presets to sweep", "pass --presets 1n1g,1n2g,... or \"presets\" in the sweep file");
+  }
+  if (c.strategies.empty()) {
+    throw UserError("--strategy", "no strategies to sweep", "pass --strategy ddp[,fsdp] or \"strategies\" in the sweep file");
+  }
+  std::set<std::string> seen;
+  for (const auto& p : c.presets) {
+    if (p.empty()) throw UserError("--presets", "an empty name in the list", "separate names with single commas: 1n1g,1n2g");
+    if (!seen.insert(p).second) throw UserError("--presets", "\"" + comment_text(p) + "\" is listed twice", "list each preset once");
+  }
+  seen.clear();
+  for (const auto& s : c.strategies) {
+    if (std::find(known_strategies().begin(), known_strategies().end(), s) == known_strategies().end()) {
+      throw UserError("--strategy", "unknown strategy \"" + comment_text(s) + "\"", suggest_fix(s, known_strategies(), "strategies"));
+    }
+    if (!seen.insert(s).second) throw UserError("--strategy", "\"" + s + "\" is listed twice", "list each strategy once");
+  }
+  if (c.scaling != "strong" && c.scaling != "weak") {
+    throw UserError("--scaling", "unknown scaling \"" + comment_text(c.scaling) + "\"", "use strong (global batch fixed) or weak (per-GPU batch fixed)");
+  }
+  if (c.max_concurrent < 1) throw UserError("--max-concurrent", "must be at least 1", "pass --max-concurrent 1 to run the points one by one");
+  if (c.steps < 0) throw UserError("--steps", "must not be negative", "pass the number of training steps per point");
+  if (c.start_timeout_s < 1) throw UserError("--start-timeout", "must be at least 1 second", "pass how long a point may wait to start");
+}
+
+std::string now_hms() {
+  std::time_t t = std::time(nullptr);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%H:%M:%S", std::localtime(&t));
+  return buf;
+}
+
+// The live table: redrawn in place on a terminal, a line per change otherwise.
+class SweepTable {
+ public:
+  explicit SweepTable(std::ostream& err) : err_(err), tty_(isatty(STDERR_FILENO)) {}
+
+  void show(const std::vector<Point>& points) {
+    if (!tty_) {
+      for (const auto& p : points) {
+        std::string line = describe(p);
+        if (last_[p.key()] == line) continue;
+        last_[p.key()] = line;
+        err_ << now_hms() << " sweep: " << line << "\n";
+      }
+      err_.flush();
+      return;
+    }
+    if (drawn_ > 0) err_ << "\033[" << drawn_ << "A";
+    err_ << "\r\033[K" << fmt::format("{:<8} {:<8} {:>4}  {:<14} {:<10} {:>9} {:>12}", "PRESET", "STRATEGY", "GPUS", "STATE", "JOB", "ELAPSED", "TOKENS/S") << "\n";
+    for (const auto& p : points) {
+      err_ << "\r\033[K"
+           << fmt::format("{:<8} {:<8} {:>4}  {:<14} {:<10} {:>9} {:>12}", p.preset, p.strategy, p.gpus, p.state,
+                          p.job_id.empty() ? "-" : p.job_id, p.elapsed < 0 ? "-" : format_duration(p.elapsed),
+                          p.throughput ? fmt::format("{:.1f}", p.throughput->mean) : "-")
+           << "\n";
+    }
+    drawn_ = static_cast<int>(points.size()) + 1;
+    err_.flush();
+  }
+
+ private:
+  static std::string describe(const Point& p) {
+    std::string s = p.key() + " (" + std::to_string(p.gpus) + (p.gpus == 1 ? " GPU): " : " GPUs): ") + p.state;
+    if (!p.job_id.empty()) s += ", job " + p.job_id;
+    if (p.throughput) s += fmt::format(", {:.1f} tokens/s", p.throughput->mean);
+    if (!p.message.empty()) s += " - " + comment_text(p.message);
+    return s;
+  }
+  std::ostream& err_;
+  bool tty_;
+  int drawn_ = 0;
+  std::map<std::string, std::string> last_;
+};
+
+// Reads a whole file on the backend's host; nullopt when it is not there.
+std::optional<std::string> read_whole(Backend& backend, const std::string& path) {
+  std::string data;
+  uint64_t offset = 0;
+  for (int i = 0; i < 4096; ++i) {
+    LogChunk chunk = backend.read_log(path, offset);
+    if (!chunk.exists) return std::nullopt;
+    if (chunk.data.empty()) break;
+    data += chunk.data;
+    offset = chunk.next_offset;
+  }
+  return data;
+}
+
+void measure(Backend& backend, Point& p, int warmup) {
+  p.throughput.reset();
+  std::string path = p.run_dir + "/metrics.jsonl";
+  std::optional<std::string> text;
+  try {
+    text = read_whole(backend, path);
+  } catch (const std::exception& e) {
+    p.message = "metrics unreadable: " + path + ": " + first_line(e.what());
+    return;
+  }
+  if (!text) {
+    p.message = "no metrics file " + path + " (did the trainer run? see the log)";
+    return;
+  }
+  try {
+    p.throughput = steady_state(tokens_per_s_from_metrics(*text), warmup);
+  } catch (const std::exception& e) {
+    p.message = "metrics unreadable: " + path + ": " + e.what();
+    return;
+  }
+  if (!p.throughput) {
+    p.message = "no training steps in " + path;
+    return;
+  }
+  p.message.clear();
+}
+
+// Submits one point like `hpclaunch submit` does: run directory, run.json, no following.
+void submit_point(Backend& backend, const BackendChoice& choice, Point& p,
+                  const std::vector<std::string>& command) {
+  const Spec& spec = p.spec;
+  bool remote = backend.kind() == "ssh";
+  std::error_code ec;
+  std::string runs_root = fs::absolute(choice.runs_dir, ec).lexically_normal().string();
+  SubmitRequest request;
+  request.script = p.script;
+  request.job_name = spec.job.name;
+  request.runs_root = remote ? choice.remote_runs_dir : runs_root;
+  if (!remote) request.workdir = fs::current_path().string();
+  auto x = [&](std::string pattern) {
+    std::string name = run_dir_name(spec.job.name), out;
+    for (size_t i = 0; i < pattern.size(); ++i) {
+      if (pattern[i] == '%' && i + 1 < pattern.size() && (pattern[i + 1] == 'x' || pattern[i + 1] == '%')) {
+        out += pattern[i + 1] == 'x' ? name : "%%";
+        ++i;
+      } else {
+        out += pattern[i];
+      }
+    }
+    return out;
+  };
+  request.output = x(spec.job.output);
+  request.error = x(spec.job.error);
+  request.files = {{"spec.json", spec.canonical_json()}};
+  SubmitResult submitted = backend.submit(request);
+
+  RunRecord record;
+  record.job_id = submitted.job_id;
+  record.name = spec.job.name;
+  record.backend = backend.kind();
+  record.host = backend.host();
+  record.ssh_target = remote ? choice.host : "";
+  record.ssh_config = remote ? choice.ssh_config : "";
+  record.known_hosts = remote ? choice.known_hosts : "";
+  record.run_dir = submitted.run_dir;
+  record.submit_command = submitted.submit_command;
+  record.submitted_at = utc_now_iso8601();
+  record.hpclaunch_version = kVersion;
+  record.spec_hash = spec.hash();
+  record.preset = spec.preset;
+  record.cluster = spec.cluster;
+  record.strategy = spec.strategy;
+  record.world_size = spec.world_size();
+  record.max_steps = max_steps_from_args(spec.trainer.args);
+  record.generator_command = join(command, " ");
+  if (remote) {
+    record.local_dir = (fs::path(runs_root) / fs::path(submitted.run_dir).filename()).string();
+    LocalHost here;
+    here.make_dirs(record.local_dir);
+    here.write_file(record.local_dir + "/script.sbatch", p.script, 0755);
+    here.write_file(record.local_dir + "/spec.json", spec.canonical_json(), 0644);
+  } else {
+    record.local_dir = submitted.run_dir;
+  }
+  try {
+    record.stdout_path = backend.status(record.job_id).stdout_path;
+  } catch (const BackendError&) {
+  }
+  write_run_record(record);
+
+  p.job_id = record.job_id;
+  p.run_dir = record.run_dir;
+  p.log = record.stdout_path;
+  p.spec_hash = record.spec_hash;
+  p.state = "PENDING";
+  p.message.clear();
+  p.submitted_now = true;
+  p.started = false;
+  p.waiting_since = Clock::now();
+}
+
+ResultRow row_of(const Point& p) {
+  ResultRow r;
+  r.preset = p.preset;
+  r.strategy = p.strategy;
+  r.nodes = p.nodes;
+  r.gpus = p.gpus;
+  r.job_id = p.job_id;
+  r.state = p.state;
+  if (p.throughput) {
+    r.tokens_per_s = p.throughput->mean;
+    r.tokens_per_s_std = p.throughput->std;
+    r.steps_used = p.throughput->steps_used;
+  }
+  r.run_dir = p.run_dir;
+  r.log = p.log;
+  r.message = p.message;
+  return r;
+}
+
+}  // namespace
+
+std::vector<std::string> split_comma_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    out.push_back(item);
+  }
+  return out;
+}
+
+SweepConfig read_sweep_file(const fs::path& path, SweepConfig c) {
+  json j = read_json_file(path);
+  std::string file = path.string();
+  if (!j.is_object()) throw UserError(file, "expected a JSON object", "see examples/sweeps/ and docs/sweeps.md");
+  static const std::vector<std::string> keys = {"presets", "strategies", "scaling", "steps",
+      "cluster", "max_concurrent", "warmup_steps", "start_timeout", "out", "set", "trainer_args",
+      "project", "template"};
+  auto strings = [&](const std::string& key, const json& v) {
+    if (v.is_string()) return split_comma_list(v.get<std::string>());
+    if (!v.is_array()) throw UserError(file + ": " + key, "expected a list of strings", "write [\"a\", \"b\"]");
+    std::vector<std::string> out;
+    for (const auto& e : v) {
+      if (!e.is_string()) throw UserError(file + ": " + key, "expected a list of strings, found " + e.dump(), "quote every item");
+      out.push_back(e.get<std::string>());
+    }
+    return out;
+  };
+  auto string = [&](const std::string& key, const json& v) {
+    if (!v.is_string()) throw UserError(file + ": " + key, "expected a string, found " + v.dump(), "quote the value");
+    return v.get<std::string>();
+  };
+  auto integer = [&](const std::string& key, const json& v) {
+    if (!v.is_number_integer()) throw UserError(file + ": " + key, "expected an integer, found " + v.dump(), "write a whole number");
+    return v.get<long>();
+  };
+  for (const auto& [key, v] : j.items()) {
+    if (key == "presets") c.presets = strings(key, v);
+    else if (key == "strategies") c.strategies = strings(key, v);
+    else if (key == "scaling") c.scaling = string(key, v);
+    else if (key == "steps") c.steps = integer(key, v);
+    else if (key == "cluster") c.cluster = string(key, v);
+    else if (key == "max_concurrent") c.max_concurrent = static_cast<int>(integer(key, v));
+    else if (key == "warmup_steps") c.warmup_steps = static_cast<int>(integer(key, v));
+    else if (key == "start_timeout") c.start_timeout_s = integer(key, v);
+    else if (key == "out") c.out_dir = string(key, v);
+    else if (key == "set") c.sets = strings(key, v);
+    else if (key == "trainer_args") {
+      if (!v.is_array()) throw UserError(file + ": " + key, "expected a list of strings", "write [\"--model\", \"tiny\"]");
+      c.trainer_args = strings(key, v);
+    }
+    else if (key == "project") c.project = string(key, v);
+    else if (key == "template") c.template_file = string(key, v);
+    else throw UserError(file + ": " + key, "unknown key", suggest_fix(key, keys, "keys"));
+  }
+  return c;
+}
+
+std::vector<std::string> point_trainer_args(const std::vector<std::string>& args,
+                                            const std::string& scaling, long steps, int world,
+                                            int smallest_world, int largest_world) {
+  std::vector<std::string> out = args;
+  if (steps > 0) {
+    out = without_option(out, "--max-steps");
+    out.push_back("--max-steps");
+    out.push_back(std::to_string(steps));
+  }
+  long given = long_option(args, "--total-batch-tokens");
+  long per_step = long_option(args, "--micro-batch") * long_option(args, "--seq-len");
+  long total = 0;
+  if (scaling == "strong") {
+    total = given > 0 ? given : per_step * largest_world;  // 0: the trainer's default, fixed anyway
+  } else {
+    long base = given > 0 ? given : per_step > 0 ? per_step * smallest_world : 524288;
+    total = base * world / std::max(1, smallest_world);
+  }
+  if (total > 0) {
+    out = without_option(out, "--total-batch-tokens");
+    out.push_back("--total-batch-tokens");
+    out.push_back(std::to_string(total));
+  }
+  return out;
+}
+
+int run_sweep(const SweepConfig& config, const BackendChoice& choice,
+              const std::vector<std::string>& command) {
+  validate(config);
+  Catalog catalog = Catalog::from_environment();
+  std::vector<std::string> shapes = catalog.names(PresetKind::Shape);
+  for (const auto& p : config.presets) {
+    if (!catalog.has(PresetKind::Shape, p)) {
+      throw UserError("--presets", "unknown preset \"" + comment_text(p) + "\"", suggest_fix(p, shapes, "presets"));
+    }
+  }
+  // Resolve and render every point first: a bad one stops the sweep before anything is submitted.
+  std::map<std::string, Shape> shape_of;
+  int smallest = 0, largest = 0;
+  for (const auto& p : config.presets) {
+    SpecRequest r;
+    r.preset = p;
+    if (!config.cluster.empty()) r.cluster = config.cluster;
+    r.strategy = config.strategies.front();
+    r.sets = config.sets;
+    if (!config.project.empty()) r.project_file = fs::path(config.project);
+    r.read_project_file = !config.no_project;
+    Spec s = resolve_spec(catalog, r);
+    shape_of[p] = s.shape;
+    int w = s.world_size();
+    smallest = smallest == 0 ? w : std::min(smallest, w);
+    largest = std::max(largest, w);
+  }
+  std::string out_dir = config.out_dir;
+  if (out_dir.empty()) {
+    out_dir = "sweeps/" + join(config.presets, "_") + "-" + join(config.strategies, "_") + "-" + config.scaling;
+  }
+  std::string sweep_name = run_dir_name(fs::path(out_dir).lexically_normal().filename().string());
+  if (sweep_name.empty() || sweep_name == "." ) sweep_name = "sweep";
+  fs::path tmpl = config.template_file.empty() ? catalog.default_template() : fs::path(config.template_file);
+  ScriptTemplate script_template = ScriptTemplate::from_file(tmpl);
+
+  std::vector<Point> points;
+  for (const auto& strategy : config.strategies) {
+    for (const auto& preset : config.presets) {
+      Point p;
+      p.preset = preset;
+      p.strategy = strategy;
+      SpecRequest r;
+      r.preset = preset;
+      r.strategy = strategy;
+      if (!config.cluster.empty()) r.cluster = config.cluster;
+      r.sets = {"job.name=" + sweep_name + "-" + preset + "-" + strategy};
+      r.sets.insert(r.sets.end(), config.sets.begin(), config.sets.end());
+      if (!config.project.empty()) r.project_file = fs::path(config.project);
+      r.read_project_file = !config.no_project;
+      int world = shape_of[preset].nodes * shape_of[preset].gpus_per_node;
+      r.trainer_args = point_trainer_args(config.trainer_args, config.scaling, config.steps, world, smallest, largest);
+      p.spec = resolve_spec(catalog, r);
+      p.nodes = p.spec.shape.nodes;
+      p.gpus = p.spec.world_size();
+      p.script = script_template.render(p.spec, RenderContext{kVersion, command});
+      points.push_back(std::move(p));
+    }
+  }
+
+  // The sweep directory and its state: points already finished are kept, not resubmitted.
+  fs::path dir = out_dir;
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
+    throw UserError(out_dir, "is not a directory", "choose another --out");
+  }
+  fs::path state_file = dir / "sweep.json";
+  std::map<std::string, json> previous;
+  if (fs::exists(state_file, ec)) {
+    json s = read_json_file(state_file);
+    if (!s.is_object() || !s.contains("points") || !s["points"].is_array()) {
+      throw UserError(state_file.string(), "not a sweep state file (no \"points\" list)",
+                      "choose another --out, or remove the file to start the sweep afresh");
+    }
+    for (const auto& e : s["points"]) {
+      if (e.is_object()) previous[str_at(e, "preset") + "/" + str_at(e, "strategy")] = e;
+    }
+  }
+  auto backend = make_backend(choice);  // fails (unreachable host, no sbatch) before any write
+  fs::create_directories(dir, ec);
+  if (ec) throw UserError(out_dir, "cannot create the sweep directory: " + ec.message(), "check the path and permissions");
+
+  int kept = 0, adopted = 0;
+  for (auto& p : points) {
+    auto it = previous.find(p.key());
+    if (it == previous.end()) continue;
+    const json& e = it->second;
+    std::string hash = str_at(e, "spec_hash"), state = str_at(e, "state"), job = str_at(e, "job_id");
+    if (job.empty() || hash != p.spec.hash()) {
+      if (!job.empty()) {
+        std::cerr << "hpclaunch: sweep: " << p.key() << ": the spec changed since job " << job
+                  << "; submitting it again\n";
+      }
+      continue;
+    }
+    bool finished = state == "COMPLETED";
+    bool in_flight = !is_terminal_state(state) && state != "START_TIMEOUT" && state != "NOT_SUBMITTED";
+    if (!finished && !in_flight) continue;  // failed before: try again
+    p.job_id = job;
+    p.run_dir = str_at(e, "run_dir");
+    p.log = str_at(e, "log");
+    p.state = state;
+    p.spec_hash = hash;
+    p.message = str_at(e, "message");
+    p.waiting_since = Clock::now();
+    p.started = state != "PENDING";
+    if (finished) ++kept; else ++adopted;
+  }
+
+  auto save_state = [&]() {
+    json s = {{"version", 1}, {"hpclaunch_version", kVersion}, {"scaling", config.scaling},
+              {"presets", config.presets}, {"strategies", config.strategies}, {"command", command},
+              {"updated_at", utc_now_iso8601()}, {"points", json::array()}};
+    for (const auto& p : points) s["points"].push_back(point_json(p));
+    write_file_atomically(state_file, s.dump(2) + "\n");
+  };
+  auto save_results = [&]() {
+    std::vector<ResultRow> rows;
+    for (const auto& p : points) rows.push_back(row_of(p));
+    compute_scaling(rows);
+    write_file_atomically(dir / "results.csv", results_csv(rows));
+    return rows;
+  };
+
+  int warmup = config.warmup_steps;
+  for (auto& p : points)
+    if (p.state == "COMPLETED") measure(*backend, p, warmup);
+  save_state();
+  std::cerr << fmt::format("hpclaunch: sweep {}: {} points ({} scaling) via {}; {} finished before, {} still running, {} to submit; at most {} at once\n",
+                           dir.string(), points.size(), config.scaling, backend->kind(), kept, adopted,
+                           points.size() - kept - adopted, config.max_concurrent);
+
+  auto old_int = std::signal(SIGINT, on_sweep_interrupt);
+  auto old_term = std::signal(SIGTERM, on_sweep_interrupt);
+  g_interrupted = false;
+  SweepTable table(std::cerr);
+  size_t next = 0;
+  auto poll = std::chrono::milliseconds(static_cast<long>(config.poll_interval_s * 1000));
+  while (!g_interrupted) {
+    int active = 0;
+    for (const auto& p : points) active += p.active() ? 1 : 0;
+    // Submit up to the limit, in order.
+    while (active < config.max_concurrent && next < points.size()) {
+      Point& p = points[next++];
+      if (!p.job_id.empty()) continue;  // kept or adopted
+      try {
+        submit_point(*backend, choice, p, command);
+        ++active;
+      } catch (const BackendError& e) {
+        p.state = "SUBMIT_FAILED";
+        p.message = first_line(e.what());
+      } catch (const UserError& e) {
+        p.state = "SUBMIT_FAILED";
+        p.message = first_line(e.what());
+      }
+      save_state();
+    }
+    bool changed = false;
+    for (auto& p : points) {
+      if (!p.active()) continue;
+      JobStatus s;
+      try {
+        s = backend->status(p.job_id);
+      } catch (const BackendError& e) {
+        p.message = "status: " + first_line(e.what());  // transient: ask again next time
+        continue;
+      }
+      if (!s.found) s.state = "LOST";
+      std::string before = p.state;
+      if (!s.stdout_path.empty()) p.log = s.stdout_path;
+      p.elapsed = s.elapsed_seconds;
+      p.state = s.state == "UNKNOWN" ? p.state : s.state;
+      if (s.state != "PENDING" && s.state != "UNKNOWN") p.started = true;
+      if (!p.started && Clock::now() - p.waiting_since > std::chrono::seconds(config.start_timeout_s)) {
+        try {
+          backend->cancel(p.job_id);
+        } catch (const BackendError&) {
+        }
+        p.message = fmt::format("did not start within {} s (last state {}{}); cancelled it", config.start_timeout_s,
+                                s.state, s.reason.empty() ? "" : ", reason " + s.reason);
+        p.state = "START_TIMEOUT";
+      } else if (s.state == "LOST" || s.terminal()) {
+        if (p.state == "COMPLETED") {
+          measure(*backend, p, warmup);
+        } else if (p.message.empty() || p.message.rfind("status:", 0) == 0) {
+          p.message = p.state == "LOST" ? "the scheduler no longer knows the job" : "job ended " + p.state;
+          if (s.exit_code > 0) p.message += fmt::format(" (exit code {})", s.exit_code);
+          p.message += "; see the log";
+        }
+      }
+      if (p.state != before) changed = true;
+    }
+    if (changed) {
+      save_state();
+      save_results();
+    }
+    table.show(points);
+    bool busy = next < points.size();
+    for (const auto& p : points) busy = busy || p.active();
+    if (!busy) break;
+    for (auto t = std::chrono::milliseconds(0); t < poll && !g_interrupted; t += std::chrono::milliseconds(50))
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::signal(SIGINT, old_int);
+  std::signal(SIGTERM, old_term);
+
+  save_state();
+  std::vector<ResultRow> rows = save_results();
+  ReportOutcome report = write_report(dir, rows, "Scaling sweep " + sweep_name + " (" + config.scaling + " scaling)");
+  std::cerr << "hpclaunch: sweep results in " << (dir / "results.csv").string() << ", "
+            << (dir / "summary.md").string() << ", " << (dir / "plots").string() << "/\n";
+  for (const auto& problem : report.problems) std::cerr << "hpclaunch: " << comment_text(problem) << "\n";
+  int failed = 0;
+  for (const auto& r : rows) {
+    if (r.tokens_per_s) continue;
+    ++failed;
+    if (g_interrupted && r.state != "COMPLETED") continue;
+    std::cerr << "hpclaunch: sweep point " << r.preset << "/" << r.strategy << ": " << r.state
+              << (r.message.empty() ? "" : " - " + comment_text(r.message))
+              << (r.log.empty() ? "" : " (log " + r.log + ")") << "\n";
+  }
+  if (g_interrupted) {
+    std::cerr << "hpclaunch: sweep interrupted; submitted jobs go on. Run the same command again to pick them up.\n";
+    return follow_exit::kDetached;
+  }
+  return failed > 0 || !report.problems.empty() ? 1 : 0;
+}
+
+}  // namespace hpc
