@@ -291,6 +291,8 @@ std::vector<ResultRow> parse_results_csv(const std::string& text, const std::str
     r.state = get("state");
     r.tokens_per_s = parse_number(get("tokens_per_s_mean"), where + " tokens_per_s_mean");
     r.tokens_per_s_std = parse_number(get("tokens_per_s_std"), where + " tokens_per_s_std");
+    r.speedup = parse_number(get("speedup"), where + " speedup");
+    r.efficiency = parse_number(get("efficiency"), where + " efficiency");
     r.steps_used = integer("steps_used");
     r.run_dir = get("run_dir");
     r.log = get("log");

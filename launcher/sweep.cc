@@ -395,7 +395,7 @@ std::vector<std::string> point_trainer_args(const std::vector<std::string>& args
 }
 
 int run_sweep(const SweepConfig& config, const BackendChoice& choice,
-              const std::vector<std::string>& command) {
+              const std::vector<std::string>& command, Backend* given_backend) {
   validate(config);
   Catalog catalog = Catalog::from_environment();
   std::vector<std::string> shapes = catalog.names(PresetKind::Shape);
@@ -472,7 +472,9 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
       if (e.is_object()) previous[str_at(e, "preset") + "/" + str_at(e, "strategy")] = e;
     }
   }
-  auto backend = make_backend(choice);  // fails (unreachable host, no sbatch) before any write
+  std::unique_ptr<Backend> made;
+  if (!given_backend) made = make_backend(choice);  // fails (unreachable host, no sbatch) before any write
+  Backend* backend = given_backend ? given_backend : made.get();
   fs::create_directories(dir, ec);
   if (ec) throw UserError(out_dir, "cannot create the sweep directory: " + ec.message(), "check the path and permissions");
 

@@ -50,8 +50,9 @@ std::vector<std::string> point_trainer_args(const std::vector<std::string>& args
 
 // Runs (or resumes) the sweep. Returns 0 when every point completed with a measurement, 1 when
 // some did not (their rows say why), 130 on Ctrl-C (jobs go on; re-run to pick them up).
-// Throws UserError for bad input before anything is submitted.
+// Throws UserError for bad input before anything is submitted. `backend`: where the points go
+// (tests pass their own); nullptr = make_backend(choice).
 int run_sweep(const SweepConfig& config, const BackendChoice& choice,
-              const std::vector<std::string>& command);
+              const std::vector<std::string>& command, Backend* backend = nullptr);
 
 }  // namespace hpc

@@ -7,8 +7,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include "error.h"
+#include "json_file.h"
 #include "plot.h"
 #include "sweep.h"
 
@@ -163,5 +166,105 @@ TEST_CASE("sweep files: keys, lists and one-line errors", "[sweep]") {
   CHECK_THROWS_AS(read_sweep_file(dir / "missing.json"), UserError);
   CHECK(split_comma_list("").empty());
   CHECK(split_comma_list("a,,b") == std::vector<std::string>{"a", "", "b"});
+  fs::remove_all(dir);
+}
+
+namespace {
+// A backend whose jobs do what the test says: stay PENDING, fail, or complete with metrics.
+class ScriptedBackend : public Backend {
+ public:
+  ScriptedBackend(fs::path root, std::map<std::string, std::string> outcome_by_name, int first_id)
+      : root_(std::move(root)), outcome_(std::move(outcome_by_name)), first_id_(first_id) {}
+  std::string kind() const override { return "local"; }
+  std::string host() const override { return "localhost"; }
+  SubmitResult submit(const SubmitRequest& r) override {
+    std::string id = std::to_string(first_id_ + submitted.size());
+    SubmitResult s{id, (root_ / (r.job_name + "-" + id)).string(), "scripted"};
+    fs::create_directories(s.run_dir);
+    std::string outcome;
+    for (const auto& [name, o] : outcome_)
+      if (r.job_name.find(name) != std::string::npos) outcome = o;
+    if (outcome == "COMPLETED") {
+      std::ofstream(s.run_dir + "/metrics.jsonl") << "{\"step\":0,\"tokens_per_s\":1}\n{\"step\":1,\"tokens_per_s\":500}\n";
+    }
+    std::ofstream(s.run_dir + "/job.out") << "log\n";
+    jobs[id] = {outcome, s.run_dir};
+    submitted.push_back(r.job_name);
+    return s;
+  }
+  JobStatus status(const std::string& id) override {
+    JobStatus s;
+    s.id = id;
+    s.state = jobs[id].first == "PENDING" && cancelled.count(id) ? "CANCELLED" : jobs[id].first;
+    if (s.state == "PENDING") s.reason = "Resources";
+    if (s.state == "FAILED") s.exit_code = 3;
+    s.stdout_path = jobs[id].second + "/job.out";
+    return s;
+  }
+  LogChunk read_log(const std::string& path, uint64_t offset, size_t) override {
+    LogChunk c;
+    std::ifstream in(path);
+    if (!in) return c;
+    c.exists = true;
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    c.data = offset < all.size() ? all.substr(offset) : "";
+    c.next_offset = all.size();
+    return c;
+  }
+  void cancel(const std::string& id) override { cancelled.insert(id); }
+
+  std::vector<std::string> submitted;
+  std::set<std::string> cancelled;
+  std::map<std::string, std::pair<std::string, std::string>> jobs;  // id -> (state, run dir)
+
+ private:
+  fs::path root_;
+  std::map<std::string, std::string> outcome_;
+  int first_id_;
+};
+}  // namespace
+
+TEST_CASE("a sweep keeps failed and never-started points as rows, and resumes only those", "[sweep]") {
+  fs::path dir = fs::temp_directory_path() / ("sweep_run_test_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "runs");
+  SweepConfig c;
+  c.presets = {"1n1g", "1n2g", "1n4g"};
+  c.strategies = {"ddp"};
+  c.max_concurrent = 3;
+  c.start_timeout_s = 1;
+  c.poll_interval_s = 0.05;
+  c.no_project = true;
+  c.out_dir = (dir / "sw").string();
+  BackendChoice choice;
+  choice.runs_dir = (dir / "runs").string();
+  ScriptedBackend backend(dir / "runs", {{"-1n1g-", "COMPLETED"}, {"-1n2g-", "FAILED"}, {"-1n4g-", "PENDING"}}, 100);
+  CHECK(run_sweep(c, choice, {"hpclaunch", "sweep"}, &backend) == 1);
+  CHECK(backend.submitted.size() == 3);
+  CHECK(backend.cancelled.size() == 1);  // the one that never started
+  auto rows = parse_results_csv(read_text_file(dir / "sw/results.csv"), "results.csv");
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].state == "COMPLETED");
+  CHECK(*rows[0].tokens_per_s == Approx(500));  // the first step is warm-up
+  CHECK(rows[1].state == "FAILED");
+  CHECK(rows[1].message.find("exit code 3") != std::string::npos);
+  CHECK(rows[1].log.find("job.out") != std::string::npos);
+  CHECK(rows[2].state == "START_TIMEOUT");
+  CHECK(rows[2].message.find("did not start within 1 s (last state PENDING, reason Resources)") != std::string::npos);
+  CHECK(fs::exists(dir / "sw/summary.md"));
+  CHECK(read_text_file(dir / "sw/summary.md").find("Points without a measurement") != std::string::npos);
+
+  // Again: the completed point stays; the failed and the never-started ones are submitted again.
+  ScriptedBackend again(dir / "runs", {{"-1n1g-", "COMPLETED"}, {"-1n2g-", "COMPLETED"}, {"-1n4g-", "COMPLETED"}}, 200);
+  CHECK(run_sweep(c, choice, {"hpclaunch", "sweep"}, &again) == 0);
+  CHECK(again.submitted.size() == 2);
+  rows = parse_results_csv(read_text_file(dir / "sw/results.csv"), "results.csv");
+  CHECK(rows[0].job_id == "100");
+  CHECK(rows[1].job_id == "200");
+  CHECK(rows[2].state == "COMPLETED");
+  REQUIRE(rows[2].speedup);
+  REQUIRE(rows[2].efficiency);
+  CHECK(*rows[2].speedup == Approx(1.0));  // same tokens/s on 4 GPUs: no speedup
+  CHECK(*rows[2].efficiency == Approx(0.25));
   fs::remove_all(dir);
 }
