@@ -524,8 +524,8 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
   for (auto& p : points)
     if (p.state == "COMPLETED") measure(*backend, p, warmup);
   save_state();
-  std::cerr << fmt::format("hpclaunch: sweep {}: {} points ({} scaling) via {}; {} finished before, {} still running, {} to submit; at most {} at once\n",
-                           dir.string(), points.size(), config.scaling, backend->kind(), kept, adopted,
+  std::cerr << fmt::format("hpclaunch: sweep {}: {} point{} ({} scaling) via {}; {} finished before, {} still running, {} to submit; at most {} at once\n",
+                           dir.string(), points.size(), points.size() == 1 ? "" : "s", config.scaling, backend->kind(), kept, adopted,
                            points.size() - kept - adopted, config.max_concurrent);
 
   auto old_int = std::signal(SIGINT, on_sweep_interrupt);
