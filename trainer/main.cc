@@ -1,5 +1,5 @@
 // hpctrain: GPT-2 training in C++ (LibTorch) — the binary hpclaunch's batch scripts start.
-//   hpctrain train  --data PATH --max-steps N [--model NAME | shape flags] [--strategy ddp] ...
+//   hpctrain train  --data PATH --max-steps N [--model NAME | shape flags] [--strategy ddp|zero1|zero2] ...
 //   hpctrain eval   --init-from DIR --data FILE --seq-len T --batches N
 //   hpctrain export --to DIR [--from CHECKPOINT | --model NAME --seed S]
 // Bad input: one line on stderr, exit status 2.
@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
                     "Slurm job (SLURM_RESTART_COUNT >= 1) resumes as with auto");
   train->add_option("--dump-grads", t.dump_grads, "write the first step's gradients to this .safetensors");
   train->add_option("--peak-tflops", t.peak_tflops, "device peak for MFU (default: known GPUs)");
-  train->add_option("--strategy", t.strategy, "none or ddp")->capture_default_str();
+  train->add_option("--strategy", t.strategy,
+                    "none, ddp, zero1 (sharded optimiser state) or zero2 (and sharded gradients)")->capture_default_str();
   train->add_option("--master-suffix", t.master_suffix, "appended to the first host of SLURM_JOB_NODELIST (JSC: i)");
   train->add_option("--dist-timeout", t.dist_timeout_s, "seconds before a collective gives up")->capture_default_str();
   train->add_option("--bucket-cap-mb", t.bucket_cap_mb, "DDP gradient bucket size (MiB)")->capture_default_str();

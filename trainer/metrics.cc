@@ -49,6 +49,9 @@ void MetricsLog::write_step(const StepMetrics& m) {
   j["mfu"] = m.mfu ? nlohmann::ordered_json(*m.mfu) : nlohmann::ordered_json(nullptr);
   j["memory"] = m.memory_bytes;
   j["cpu_ms"] = m.cpu_ms;
+  j["param_bytes"] = m.state.parameters;
+  j["grad_bytes"] = m.state.gradients;
+  j["optimizer_bytes"] = m.state.optimizer;
   write_line(j.dump());
 }
 

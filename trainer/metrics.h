@@ -10,6 +10,13 @@
 
 namespace hpc::train {
 
+// Bytes a rank holds from step to step (activations and temporaries not counted).
+struct StateBytes {
+  int64_t parameters = 0;
+  int64_t gradients = 0;  // .grad tensors and the strategy's gradient buffers
+  int64_t optimizer = 0;  // AdamW's moments (a 1/W shard under zero1/zero2)
+};
+
 struct StepMetrics {
   int64_t step = 0;
   double loss = 0;       // mean over the step's tokens (all ranks)
@@ -20,13 +27,15 @@ struct StepMetrics {
   double tokens_per_s = 0;  // all ranks
   std::optional<double> mfu;  // model FLOP utilisation, when the device's peak is known
   int64_t memory_bytes = 0;   // CUDA: peak allocated; CPU: resident set size
+  StateBytes state;           // rank 0's, after the step (every rank's is the same size)
 };
 
 // "step    12 | loss 5.123456 | lr 6.0000e-04 | norm 1.2345 | dt 123.45ms | tok/s 12345.6"
 std::string format_step_line(const StepMetrics& m);
 
 // One JSON object per line: {"step":..,"loss":..,"lr":..,"grad_norm":..,"step_ms":..,
-// "tokens_per_s":..,"mfu":..|null,"memory":..,"cpu_ms":..}; validation lines
+// "tokens_per_s":..,"mfu":..|null,"memory":..,"cpu_ms":..,"param_bytes":..,"grad_bytes":..,
+// "optimizer_bytes":..}; validation lines
 // {"step":..,"val_loss":..}.
 // Each line is flushed as written so a crashed run keeps what it measured.
 class MetricsLog {

@@ -32,6 +32,8 @@ class AdamW {
   const std::vector<at::Tensor>& params() const { return params_; }
   std::vector<at::Tensor>& exp_avg() { return m_; }
   std::vector<at::Tensor>& exp_avg_sq() { return v_; }
+  const std::vector<at::Tensor>& exp_avg() const { return m_; }
+  const std::vector<at::Tensor>& exp_avg_sq() const { return v_; }
   void set_steps(int64_t steps) { steps_ = steps; }
   const std::vector<bool>& decayed() const { return decay_; }
 

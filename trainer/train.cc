@@ -208,6 +208,28 @@ std::string sample_text(GptImpl& model, int64_t tokens, uint64_t seed, const at:
   return out;
 }
 
+// The persistent training state this rank holds (the memory report): the model's parameters and
+// .grad tensors, the strategy's gradient buffers, and the optimiser's moments (whole, or the
+// strategy's shard).
+StateBytes held_state(const std::vector<at::Tensor>& params, const AdamW* optimizer,
+                      const dist::Strategy& strategy) {
+  auto bytes = [](const at::Tensor& t) { return t.defined() ? t.numel() * int64_t(t.element_size()) : 0; };
+  StateBytes s;
+  for (const auto& p : params) {
+    s.parameters += bytes(p);
+    s.gradients += bytes(p.grad());
+  }
+  const auto held = strategy.held_bytes();
+  s.gradients += held.gradients;
+  s.optimizer = held.optimizer;
+  if (optimizer) {
+    for (size_t i = 0; i < params.size(); ++i) {
+      s.optimizer += bytes(optimizer->exp_avg()[i]) + bytes(optimizer->exp_avg_sq()[i]);
+    }
+  }
+  return s;
+}
+
 std::vector<at::Tensor> parameters_of(GptImpl& model) {
   std::vector<at::Tensor> ps;
   for (auto& item : model.named_parameters()) ps.push_back(item.value());
@@ -237,6 +259,19 @@ int run_train(const TrainOptions& o) {
   using Clock = std::chrono::steady_clock;
   std::signal(SIGUSR1, request_stop);  // early: USR1's default action would end the process
   // --- who we are, what we train, on what ---
+  if (!dist::known_strategy(o.strategy)) {
+    throw UserError("--strategy", fmt::format("unknown strategy '{}'", o.strategy),
+                    "use none, ddp, zero1 or zero2");
+  }
+  const bool sharded = dist::shards_optimizer(o.strategy);
+  if (sharded && (o.checkpoint_every > 0 || o.checkpoint_at_end)) {
+    throw UserError("--strategy", fmt::format("{} cannot write checkpoints yet (its optimiser state is "
+                                              "sharded)", o.strategy),
+                    "drop --checkpoint-every/--checkpoint-at-end or use --strategy ddp");
+  }
+  if (o.strategy == "zero2" && !o.dump_grads.empty()) {
+    throw UserError("--dump-grads", "zero2 keeps only a shard of the gradients", "use --strategy zero1 or ddp");
+  }
   const bool distributed = o.strategy != "none";
   const auto rdv = dist::rendezvous_from_env(dist::process_environment(), o.master_suffix, distributed);
   const GptConfig config = o.model.resolve();
@@ -281,6 +316,10 @@ int run_train(const TrainOptions& o) {
   if (resume_file) {
     resume_info = read_checkpoint_info(*resume_file);
     const std::string where = resume_file->string();
+    if (sharded) {
+      throw UserError(where, fmt::format("{} cannot resume from a checkpoint yet", o.strategy),
+                      "resume with --strategy ddp");
+    }
     if (!(resume_info.config == config)) {
       throw UserError(where, fmt::format("checkpoint is for model {}, the flags say {}",
                                          describe(resume_info.config), describe(config)),
@@ -314,6 +353,7 @@ int run_train(const TrainOptions& o) {
   so.bucket_cap_mb = o.bucket_cap_mb;
   so.first_bucket_mb = o.first_bucket_mb;
   so.device = device.str();
+  so.adamw = AdamWOptions{o.beta1, o.beta2, o.eps, o.weight_decay};
   auto strategy = dist::make_strategy(so, rdv);
   const int rank = strategy->rank();
 
@@ -326,11 +366,13 @@ int run_train(const TrainOptions& o) {
   if (autocast) model->set_head_matmul_dtype(at::kBFloat16);
   auto params = parameters_of(*model);
   strategy->attach(params);
-  AdamW optimizer(params, AdamWOptions{o.beta1, o.beta2, o.eps, o.weight_decay});
+  // zero1/zero2 hold AdamW's state themselves, each rank its shard; the others use this one.
+  std::optional<AdamW> optimizer;
+  if (!strategy->shards_optimizer()) optimizer.emplace(params, so.adamw);
 
   int64_t first_step = 0;
   if (resume_file) {
-    load_checkpoint(*resume_file, *model, optimizer);
+    load_checkpoint(*resume_file, *model, *optimizer);
     first_step = resume_info.next_step;
     train_data.skip(resume_info.data_batches);
     print0(rank, fmt::format("resumed from {} at step {}", resume_file->string(), first_step));
@@ -367,7 +409,7 @@ int run_train(const TrainOptions& o) {
     synchronize(device);
     const auto t0 = Clock::now();
     const double cpu0 = process_cpu_seconds();
-    optimizer.zero_grad();
+    for (auto& p : params) p.mutable_grad() = at::Tensor();  // the next backward writes them
     at::Tensor loss_accum = torch::zeros({}, torch::TensorOptions().device(device));
     for (int64_t micro = 0; micro < accum; ++micro) {
       Batch b = next_batch(train_data, window, B, T, device);
@@ -384,9 +426,14 @@ int run_train(const TrainOptions& o) {
     strategy->finish_gradients();  // DDP: gradients are now the mean over ranks
     if (!o.dump_grads.empty() && step == first_step && rank == 0) export_gradients(o.dump_grads, *model);
     const double loss_value = strategy->mean_over_ranks(loss_accum.item<double>());
-    const double norm = clip_grad_norm(params, o.grad_clip);
     const double lr = schedule.at(step);
-    optimizer.step(lr);
+    double norm;
+    if (optimizer) {
+      norm = clip_grad_norm(params, o.grad_clip);
+      optimizer->step(lr);
+    } else {
+      norm = strategy->clip_and_step(o.grad_clip, lr);  // the norm over all shards
+    }
     synchronize(device);
     const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
 
@@ -401,7 +448,13 @@ int run_train(const TrainOptions& o) {
     m.tokens_per_s = double(o.total_batch_tokens) / dt;
     if (peak > 0) m.mfu = flops_per_token * m.tokens_per_s / (peak * rdv.world);
     m.memory_bytes = memory_in_use(device);
+    m.state = held_state(params, optimizer ? &*optimizer : nullptr, *strategy);
     if (o.log_every > 0 && (step % o.log_every == 0 || last)) print0(rank, format_step_line(m));
+    if (step == first_step) {
+      print0(rank, fmt::format("rank 0 holds {} bytes of parameters, {} of gradients, {} of optimiser "
+                               "state ({})", m.state.parameters, m.state.gradients,
+                               m.state.optimizer, strategy->name()));
+    }
     if (rank == 0) metrics.write_step(m);
 
     // --- checkpoint: after the update, so it resumes at step + 1 ---
@@ -417,13 +470,17 @@ int run_train(const TrainOptions& o) {
       info.total_batch_tokens = o.total_batch_tokens;
       info.world = rdv.world;
       info.seed = o.seed;
-      auto file = save_checkpoint(o.checkpoint_dir, info, *model, optimizer, o.keep_checkpoints);
-      print0(rank, fmt::format("step {:5d} | checkpoint {}", step, file.string()));
+      if (optimizer) {
+        auto file = save_checkpoint(o.checkpoint_dir, info, *model, *optimizer, o.keep_checkpoints);
+        print0(rank, fmt::format("step {:5d} | checkpoint {}", step, file.string()));
+      }
     }
     if (stop) {
       strategy->barrier();  // no rank leaves before the checkpoint is whole
-      print0(rank, fmt::format("step {:5d} | SIGUSR1: stopping; resume with --resume auto "
-                               "(automatic in a requeued Slurm job)", step));
+      print0(rank, optimizer ? fmt::format("step {:5d} | SIGUSR1: stopping; resume with --resume auto "
+                                           "(automatic in a requeued Slurm job)", step)
+                             : fmt::format("step {:5d} | SIGUSR1: stopping without a checkpoint "
+                                           "({} does not write them yet)", step, strategy->name()));
       return 0;
     }
   }

@@ -62,7 +62,7 @@ struct TrainOptions {
   std::string dump_grads;  // write the first step's gradients (HF names and layout) here
   double peak_tflops = 0;  // for MFU; 0: known GPUs by name, none on CPU
   // Distributed
-  std::string strategy = "none";  // none, ddp
+  std::string strategy = "none";  // none, ddp, zero1, zero2
   std::string master_suffix;       // appended to the first host of SLURM_JOB_NODELIST
   double dist_timeout_s = 300;
   double bucket_cap_mb = 25;

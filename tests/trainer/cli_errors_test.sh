@@ -40,6 +40,9 @@ expect_usage_error "sequence longer than block" "--seq-len" -- \
 expect_usage_error "unknown model" "unknown model 'gpt5'" -- train --data "$TXT" "${TINY[@]}" --model gpt5
 expect_usage_error "missing rendezvous variables" "RANK/WORLD_SIZE" -- \
   train --data "$TXT" "${TINY[@]}" --strategy ddp
+expect_usage_error "unknown strategy" "unknown strategy 'zero3'" -- \
+  train --data "$TXT" "${TINY[@]}" --strategy zero3
+expect_usage_error "zero2 without ranks" "RANK/WORLD_SIZE" -- train --data "$TXT" "${TINY[@]}" --strategy zero2
 expect_usage_error "unknown flag" "--bogus" -- train --data "$TXT" "${TINY[@]}" --bogus 1
 expect_usage_error "eval without weights" "config.json" -- eval --init-from "$WORK" --data "$TXT"
 expect_usage_error "unknown data format" "--data-format" -- train --data "$TXT" "${TINY[@]}" --data-format csv

@@ -68,6 +68,16 @@ class C10dCommunicator final : public Communicator {
     }
   }
 
+  void all_gather(std::vector<at::Tensor>& out, const at::Tensor& in) override {
+    std::vector<std::vector<at::Tensor>> outputs{out};
+    std::vector<at::Tensor> inputs{in};
+    pg_->allgather(outputs, inputs)->wait();
+    // Gloo writes into the tensors given; NCCL too, but copy back in case a backend replaced them.
+    for (size_t r = 0; r < out.size(); ++r) {
+      if (!outputs[0][r].is_same(out[r])) out[r].copy_(outputs[0][r]);
+    }
+  }
+
   void barrier() override { pg_->barrier(c10d::BarrierOptions())->wait(); }
 
  private:

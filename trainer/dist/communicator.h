@@ -33,6 +33,9 @@ class Communicator {
   virtual std::unique_ptr<Pending> all_reduce_sum(at::Tensor& t) = 0;
   // Rank `root`'s values into every rank's tensors (in place, blocking).
   virtual void broadcast(std::vector<at::Tensor>& tensors, int root) = 0;
+  // Every rank's `in` into out[r] on every rank (blocking). All `in` have one shape; out holds
+  // world() tensors of it. The list form: Gloo in 1.13 has no _allgather_base.
+  virtual void all_gather(std::vector<at::Tensor>& out, const at::Tensor& in) = 0;
   virtual void barrier() = 0;
 };
 

@@ -1,4 +1,10 @@
-// DDP: every rank holds the whole model; gradients are averaged by all-reduce.
+// DDP: every rank holds the whole model; gradients are averaged by all-reduce. ZeRO-1 and ZeRO-2
+// are the same reducer with the optimiser sharded (dist/zero.h):
+//  - zero1: gradients averaged whole as in DDP; each rank updates its 1/W shard of the flat
+//    parameter vector with its shard of AdamW's moments, then the shards are all-gathered;
+//  - zero2: as each bucket's all-reduce ends, only this rank's shard of it is kept (all-reduce +
+//    narrow: Gloo in LibTorch 1.13 has no reduce_scatter); the bucket and the parameters' full
+//    gradients are freed, so between steps a rank holds 1/W of the gradients and of the moments.
 //
 // Gradients are gathered into buckets in reverse parameter order (the order backward produces
 // them): the first bucket ~1 MiB so communication starts early, the rest ~25 MiB. A post-hook on
@@ -16,6 +22,7 @@
 
 #include "dist/communicator.h"
 #include "dist/strategy.h"
+#include "dist/zero.h"
 #include "error.h"
 
 namespace hpc::train::dist {
@@ -24,17 +31,24 @@ namespace {
 struct Bucket {
   std::vector<size_t> params;   // indices into the parameter list, in the order they fill
   std::vector<int64_t> offset;  // element offset of each in `flat`
-  at::Tensor flat;              // [sum of numel] gradients of this bucket, contiguous
+  int64_t numel = 0;
+  at::Tensor flat;              // [numel] gradients of this bucket, contiguous (zero2: only
+                                // while a synchronising backward pass runs)
   size_t pending = 0;           // gradients still to arrive in this backward pass
   std::unique_ptr<Communicator::Pending> work;
 };
 
+// How much of the training state each rank keeps to itself.
+enum class Stage { ddp = 0, zero1 = 1, zero2 = 2 };
+
 class Ddp final : public Strategy {
  public:
-  Ddp(std::unique_ptr<Communicator> comm, const StrategyOptions& o)
-      : comm_(std::move(comm)), options_(o) {}
+  Ddp(std::unique_ptr<Communicator> comm, const StrategyOptions& o, Stage stage)
+      : comm_(std::move(comm)), options_(o), stage_(stage) {}
 
-  const char* name() const override { return "ddp"; }
+  const char* name() const override {
+    return stage_ == Stage::ddp ? "ddp" : stage_ == Stage::zero1 ? "zero1" : "zero2";
+  }
   int rank() const override { return comm_->rank(); }
   int world() const override { return comm_->world(); }
 
@@ -48,6 +62,10 @@ class Ddp final : public Strategy {
       comm_->broadcast(data, 0);
     }
     build_buckets();
+    if (stage_ != Stage::ddp) {
+      sharded_ = std::make_unique<ShardedAdamW>(params_, options_.adamw, *comm_);
+      if (stage_ == Stage::zero2) sharded_->use_gradient_shard();
+    }
     for (size_t i = 0; i < params_.size(); ++i) {
       auto acc = torch::autograd::impl::grad_accumulator(params_[i]);
       acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
@@ -78,6 +96,32 @@ class Ddp final : public Strategy {
 
   void barrier() override { comm_->barrier(); }
 
+  bool shards_optimizer() const override { return sharded_ != nullptr; }
+
+  double clip_and_step(double max_norm, double lr) override {
+    try {
+      return sharded_->clip_and_step(max_norm, lr);
+    } catch (const c10::Error& e) {  // a collective of the step: say what it means for the job
+      std::string msg = e.what();
+      throw std::runtime_error(fmt::format(
+          "rank {}: the {} step's collectives failed, a peer died or stopped answering "
+          "(--dist-timeout {} s): {}", rank(), name(), options_.timeout_s,
+          msg.substr(0, msg.find('\n'))));
+    }
+  }
+
+  HeldBytes held_bytes() const override {
+    HeldBytes h;
+    for (const auto& b : buckets_) {
+      if (b.flat.defined()) h.gradients += b.flat.numel() * int64_t(b.flat.element_size());
+    }
+    if (sharded_) {
+      h.gradients += sharded_->gradient_bytes();
+      h.optimizer = sharded_->state_bytes();
+    }
+    return h;
+  }
+
  private:
   // c10d's errors name a socket; say what it means for the job.
   void wait_for(Communicator::Pending& work, const char* what) {
@@ -92,6 +136,8 @@ class Ddp final : public Strategy {
     }
   }
 
+  at::TensorOptions flat_options() const { return params_.at(0).options().requires_grad(false); }
+
   at::Device device() const { return params_.empty() ? at::Device(at::kCPU) : params_[0].device(); }
 
   void build_buckets() {
@@ -104,7 +150,8 @@ class Ddp final : public Strategy {
     int64_t numel = 0;
     auto close = [&]() {
       if (current.params.empty()) return;
-      current.flat = torch::zeros({numel}, params_[current.params[0]].options().requires_grad(false));
+      current.numel = numel;
+      if (stage_ != Stage::zero2) current.flat = torch::zeros({numel}, flat_options());
       buckets_.push_back(std::move(current));
       current = Bucket();
       bytes = 0;
@@ -134,6 +181,7 @@ class Ddp final : public Strategy {
     Bucket& b = buckets_[bucket_of_[i]];
     const auto& g = params_[i].grad();
     const int64_t n = params_[i].numel();
+    if (!b.flat.defined()) b.flat = torch::empty({b.numel}, flat_options());  // zero2
     b.flat.narrow(0, b.offset[slot_of_[i]], n).copy_(g.reshape({n}));
     if (--b.pending == 0) b.work = comm_->all_reduce_sum(b.flat);
   }
@@ -151,6 +199,11 @@ class Ddp final : public Strategy {
       wait_for(*b.work, "gradient all-reduce");
       b.work.reset();
       b.flat.mul_(inv_world);
+      if (stage_ == Stage::zero2) {
+        keep_shard_of(b);
+        b.pending = b.params.size();
+        continue;
+      }
       for (size_t s = 0; s < b.params.size(); ++s) {
         auto& p = params_[b.params[s]];
         const int64_t n = p.numel();
@@ -162,6 +215,22 @@ class Ddp final : public Strategy {
     reduced_ = true;
   }
 
+  // zero2: this rank's shard of a reduced bucket goes to the gradient shard; the bucket and the
+  // full gradients of its parameters are freed.
+  void keep_shard_of(Bucket& b) {
+    const auto& sh = sharded_->shards();
+    const int64_t lo = rank() * sh.shard_numel, hi = lo + sh.shard_numel;
+    auto& shard = sharded_->gradient_shard();
+    for (size_t s = 0; s < b.params.size(); ++s) {
+      const size_t i = b.params[s];
+      const int64_t begin = sh.flat_offset[i], end = begin + params_[i].numel();
+      const int64_t a = std::max(lo, begin), z = std::min(hi, end);
+      if (a < z) shard.narrow(0, a - lo, z - a).copy_(b.flat.narrow(0, b.offset[s] + (a - begin), z - a));
+      params_[i].mutable_grad() = at::Tensor();
+    }
+    b.flat = at::Tensor();
+  }
+
   std::unique_ptr<Communicator> comm_;
   StrategyOptions options_;
   std::vector<at::Tensor> params_;
@@ -171,6 +240,8 @@ class Ddp final : public Strategy {
   bool sync_ = true;
   bool callback_queued_ = false;
   bool reduced_ = false;
+  Stage stage_;
+  std::unique_ptr<ShardedAdamW> sharded_;  // zero1, zero2
 };
 
 }  // namespace
@@ -180,17 +251,19 @@ std::unique_ptr<Strategy> make_strategy(const StrategyOptions& options, const Re
     if (rdv.world > 1) {
       throw UserError("--strategy",
                       fmt::format("{} ranks were launched but --strategy is none", rdv.world),
-                      "pass --strategy ddp");
+                      "pass --strategy ddp, zero1 or zero2");
     }
     return std::make_unique<SingleProcess>();
   }
-  if (options.name == "ddp") {
-    if (options.timeout_s <= 0) throw UserError("--dist-timeout", "must be positive", "");
-    const auto timeout = std::chrono::milliseconds(int64_t(options.timeout_s * 1000));
-    return std::make_unique<Ddp>(connect(rdv, options.device, timeout), options);
-  }
-  throw UserError("--strategy", fmt::format("unknown strategy '{}'", options.name),
-                  "use none or ddp");
+  const Stage stage = options.name == "ddp"     ? Stage::ddp
+                      : options.name == "zero1" ? Stage::zero1
+                      : options.name == "zero2" ? Stage::zero2
+                                                : throw UserError("--strategy",
+                                                                  fmt::format("unknown strategy '{}'", options.name),
+                                                                  "use none, ddp, zero1 or zero2");
+  if (options.timeout_s <= 0) throw UserError("--dist-timeout", "must be positive", "");
+  const auto timeout = std::chrono::milliseconds(int64_t(options.timeout_s * 1000));
+  return std::make_unique<Ddp>(connect(rdv, options.device, timeout), options, stage);
 }
 
 }  // namespace hpc::train::dist

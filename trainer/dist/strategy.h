@@ -1,15 +1,18 @@
-// How gradients meet across ranks. The training loop talks only to this interface; the model
-// knows nothing of it (torchtitan's "parallelism applied from outside"). A strategy for FSDP/ZeRO
-// implements the same verbs.
+// How gradients (and, for ZeRO, the optimiser state) are spread over ranks. The training loop
+// talks only to this interface; the model knows nothing of it (torchtitan's "parallelism applied
+// from outside"). DDP, ZeRO-1 and ZeRO-2 implement the same verbs.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
 
 #include "dist/rendezvous.h"
+#include "optim.h"
 
 namespace hpc::train::dist {
 
@@ -32,6 +35,22 @@ class Strategy {
   // True on every rank when it is true on any (a stop request seen by some ranks only).
   bool any_rank(bool value) { return mean_over_ranks(value ? 1.0 : 0.0) > 0.0; }
   virtual void barrier() = 0;
+
+  // ZeRO: the strategy holds the optimiser state, each rank its 1/W shard. train.cc then builds
+  // no AdamW of its own and calls clip_and_step instead of clip_grad_norm + AdamW::step.
+  virtual bool shards_optimizer() const { return false; }
+  // After finish_gradients: clips the global gradient norm (over all shards) to max_norm, updates
+  // this rank's shard and gathers the parameters. Returns the norm before clipping.
+  virtual double clip_and_step(double /*max_norm*/, double /*lr*/) {
+    throw std::logic_error("clip_and_step on a strategy that does not shard the optimiser");
+  }
+  // Bytes this rank holds beyond the model's parameters and .grad tensors: gradient buffers
+  // (DDP's buckets, ZeRO-2's gradient shard) and the sharded optimiser state.
+  struct HeldBytes {
+    int64_t gradients = 0;
+    int64_t optimizer = 0;
+  };
+  virtual HeldBytes held_bytes() const { return {}; }
 };
 
 // A world of one: nothing to reduce.
@@ -48,12 +67,19 @@ class SingleProcess final : public Strategy {
 };
 
 struct StrategyOptions {
-  std::string name = "none";  // none, ddp
+  std::string name = "none";  // none, ddp, zero1, zero2
   double timeout_s = 300;     // collectives and the rendezvous give up after this long
   double bucket_cap_mb = 25;
   double first_bucket_mb = 1;
   std::string device = "cpu";  // "cpu" or "cuda:N": selects Gloo or NCCL
+  AdamWOptions adamw;          // zero1/zero2 build their sharded AdamW from it
 };
+
+// The names --strategy takes, and whether a name shards the optimiser state.
+inline bool known_strategy(const std::string& name) {
+  return name == "none" || name == "ddp" || name == "zero1" || name == "zero2";
+}
+inline bool shards_optimizer(const std::string& name) { return name == "zero1" || name == "zero2"; }
 
 // Connects to the other ranks (TCPStore at the rendezvous' master, then the process group) and
 // returns the strategy; "none" with a world of one returns SingleProcess. Throws UserError for an

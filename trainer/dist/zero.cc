@@ -1,0 +1,147 @@
+#include "dist/zero.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "optim_cpu.h"
+
+namespace hpc::train::dist {
+
+FlatShards::FlatShards(const std::vector<int64_t>& numels, int world) {
+  for (int64_t n : numels) {
+    flat_offset.push_back(total);
+    total += n;
+  }
+  shard_numel = (total + world - 1) / world;
+  of_rank.resize(size_t(world));
+  for (int r = 0; r < world; ++r) {
+    const int64_t lo = r * shard_numel, hi = std::min(total, lo + shard_numel);
+    for (size_t i = 0; i < numels.size(); ++i) {
+      const int64_t a = std::max(lo, flat_offset[i]);
+      const int64_t b = std::min(hi, flat_offset[i] + numels[i]);
+      if (a < b) of_rank[size_t(r)].push_back({i, a - flat_offset[i], a - lo, b - a});
+    }
+  }
+}
+
+namespace {
+
+bool plain_cpu_float(const at::Tensor& t) {
+  return t.is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous();
+}
+
+// The elements [offset, offset + length) of t, as a 1-D view.
+at::Tensor piece(const at::Tensor& t, int64_t offset, int64_t length) {
+  return t.view({-1}).narrow(0, offset, length);
+}
+
+}  // namespace
+
+ShardedAdamW::ShardedAdamW(std::vector<at::Tensor> params, AdamWOptions options, Communicator& comm)
+    : params_(std::move(params)), opt_(options), comm_(comm) {
+  std::vector<int64_t> numels;
+  for (const auto& p : params_) {
+    if (!p.is_contiguous()) throw std::runtime_error("zero: parameters must be contiguous");
+    numels.push_back(p.numel());
+  }
+  shards_ = FlatShards(numels, comm_.world());
+  const auto o = params_.at(0).options().requires_grad(false);
+  m_ = torch::zeros({shards_.shard_numel}, o);
+  v_ = torch::zeros({shards_.shard_numel}, o);
+}
+
+void ShardedAdamW::use_gradient_shard() {
+  grad_shard_ = torch::zeros({shards_.shard_numel}, params_.at(0).options().requires_grad(false));
+}
+
+int64_t ShardedAdamW::state_bytes() const { return 2 * m_.numel() * int64_t(m_.element_size()); }
+
+int64_t ShardedAdamW::gradient_bytes() const {
+  return grad_shard_.defined() ? grad_shard_.numel() * int64_t(grad_shard_.element_size()) : 0;
+}
+
+at::Tensor ShardedAdamW::gradient_piece(const ShardSegment& s) {
+  if (grad_shard_.defined()) return grad_shard_.narrow(0, s.shard_offset, s.length);
+  const auto& g = params_[s.param].grad();
+  if (!g.defined()) {
+    throw std::runtime_error(fmt::format("zero: parameter {} has no gradient", s.param));
+  }
+  return piece(g, s.param_offset, s.length);
+}
+
+double ShardedAdamW::clip_and_step(double max_norm, double lr) {
+  torch::NoGradGuard no_grad;
+  const auto& mine = shards_.of_rank[size_t(comm_.rank())];
+  std::vector<at::Tensor> grads;
+  for (const auto& s : mine) grads.push_back(gradient_piece(s));
+
+  // The global norm: each rank's sum of squares over its shard, summed over ranks.
+  double sumsq = 0;
+  for (const auto& g : grads) {
+    if (plain_cpu_float(g)) sumsq += sum_of_squares(g.data_ptr<float>(), g.numel());
+    else sumsq += g.to(at::kDouble).pow(2).sum().item<double>();
+  }
+  auto total_t = torch::full({1}, sumsq, torch::TensorOptions().dtype(at::kDouble)
+                                             .device(params_[0].device()));
+  if (comm_.backend() == std::string("nccl")) total_t = total_t.to(at::kFloat);
+  comm_.all_reduce_sum(total_t)->wait();
+  const double total = std::sqrt(total_t.item<double>());
+  // torch.nn.utils.clip_grad_norm_'s coefficient, as clip_grad_norm (optim.cc).
+  const double coef = std::min(1.0, max_norm / (total + 1e-6));
+  if (coef < 1.0) {
+    for (auto& g : grads) g.mul_(coef);
+  }
+
+  // AdamW on the shard, in AdamW::step's order of operations (optim.cc).
+  ++steps_;
+  const double bc1 = 1.0 - std::pow(opt_.beta1, double(steps_));
+  const double bc2_sqrt = std::sqrt(1.0 - std::pow(opt_.beta2, double(steps_)));
+  const double step_size = lr / bc1;
+  for (size_t k = 0; k < mine.size(); ++k) {
+    const auto& s = mine[k];
+    auto p = piece(params_[s.param].detach(), s.param_offset, s.length);
+    auto m = m_.narrow(0, s.shard_offset, s.length);
+    auto v = v_.narrow(0, s.shard_offset, s.length);
+    const auto& g = grads[k];
+    const double decay = params_[s.param].dim() >= 2 ? 1.0 - lr * opt_.weight_decay : 1.0;
+    if (plain_cpu_float(p) && plain_cpu_float(g) && plain_cpu_float(m)) {
+      AdamWStep st{float(decay), float(opt_.beta1), float(opt_.beta2), float(bc2_sqrt),
+                   float(opt_.eps), float(step_size)};
+      adamw_update(p.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(),
+                   v.data_ptr<float>(), s.length, st);
+      continue;
+    }
+    if (decay != 1.0) p.mul_(decay);
+    m.mul_(opt_.beta1).add_(g, 1.0 - opt_.beta1);
+    v.mul_(opt_.beta2).addcmul_(g, g, 1.0 - opt_.beta2);
+    auto denom = (v.sqrt() / bc2_sqrt).add_(opt_.eps);
+    p.addcdiv_(m, denom, -step_size);
+  }
+  all_gather_parameters();
+  return total;
+}
+
+void ShardedAdamW::all_gather_parameters() {
+  const int world = comm_.world(), rank = comm_.rank();
+  const auto o = params_[0].options().requires_grad(false);
+  auto send = torch::zeros({shards_.shard_numel}, o);  // [S], padding zero
+  for (const auto& s : shards_.of_rank[size_t(rank)]) {
+    send.narrow(0, s.shard_offset, s.length).copy_(piece(params_[s.param].detach(), s.param_offset, s.length));
+  }
+  std::vector<at::Tensor> out;
+  for (int r = 0; r < world; ++r) out.push_back(torch::empty({shards_.shard_numel}, o));
+  comm_.all_gather(out, send);
+  for (int r = 0; r < world; ++r) {
+    if (r == rank) continue;
+    for (const auto& s : shards_.of_rank[size_t(r)]) {
+      piece(params_[s.param].detach(), s.param_offset, s.length)
+          .copy_(out[size_t(r)].narrow(0, s.shard_offset, s.length));
+    }
+  }
+}
+
+}  // namespace hpc::train::dist
