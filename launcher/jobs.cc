@@ -88,13 +88,12 @@ std::unique_ptr<Backend> make_backend(const BackendChoice& choice) {
   throw UserError("--backend", "unknown backend \"" + kind + "\"", "use slurm, ssh or local");
 }
 
-int submit_and_follow(const Spec& spec, const std::string& script, const BackendChoice& choice,
-                      const std::vector<std::string>& command, const RunOptions& options) {
-  auto backend = make_backend(choice);
+RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& script,
+                     const BackendChoice& choice, const std::vector<std::string>& command) {
   SubmitRequest request;
   request.script = script;
   request.job_name = spec.job.name;
-  bool remote = backend->kind() == "ssh";
+  bool remote = backend.kind() == "ssh";
   request.runs_root = remote ? choice.remote_runs_dir : absolute_runs_root(choice.runs_dir);
   if (!remote) request.workdir = fs::current_path().string();
   // %x (the job name) in a log path: the name may hold '/' or spaces, so use its run-directory
@@ -103,13 +102,13 @@ int submit_and_follow(const Spec& spec, const std::string& script, const Backend
   request.error = replace_job_name_pattern(spec.job.error, run_dir_name(spec.job.name));
   request.files = {{"spec.json", spec.canonical_json()}};
 
-  SubmitResult submitted = backend->submit(request);
+  SubmitResult submitted = backend.submit(request);
 
   RunRecord record;
   record.job_id = submitted.job_id;
   record.name = spec.job.name;
-  record.backend = backend->kind();
-  record.host = backend->host();
+  record.backend = backend.kind();
+  record.host = backend.host();
   record.ssh_target = remote ? choice.host : "";
   record.ssh_config = remote ? choice.ssh_config : "";
   record.known_hosts = remote ? choice.known_hosts : "";
@@ -137,10 +136,17 @@ int submit_and_follow(const Spec& spec, const std::string& script, const Backend
     record.local_dir = submitted.run_dir;
   }
   try {
-    record.stdout_path = backend->status(record.job_id).stdout_path;  // for logs when Slurm forgot
+    record.stdout_path = backend.status(record.job_id).stdout_path;  // for logs when Slurm forgot
   } catch (const BackendError&) {
   }
   write_run_record(record);
+  return record;
+}
+
+int submit_and_follow(const Spec& spec, const std::string& script, const BackendChoice& choice,
+                      const std::vector<std::string>& command, const RunOptions& options) {
+  auto backend = make_backend(choice);
+  RunRecord record = submit_job(*backend, spec, script, choice, command);
 
   std::cerr << "hpclaunch: submitted job " << record.job_id << " (" << spec.preset << ", "
             << spec.world_size() << " ranks, " << spec.strategy << ") via " << record.backend

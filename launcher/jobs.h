@@ -32,6 +32,11 @@ struct RunOptions {
   std::optional<int> rank;
 };
 
+// Submits a rendered spec through `backend` and writes its run record (run.json, and for ssh a
+// local copy of script and spec). Throws UserError / BackendError; nothing is left on failure.
+RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& script,
+                     const BackendChoice& choice, const std::vector<std::string>& command);
+
 // Submits a rendered spec and, when options.follow, follows it. Returns hpclaunch's exit status.
 int submit_and_follow(const Spec& spec, const std::string& script, const BackendChoice& choice,
                       const std::vector<std::string>& command, const RunOptions& options);

@@ -217,65 +217,7 @@ void measure(Backend& backend, Point& p, int warmup) {
 // Submits one point like `hpclaunch submit` does: run directory, run.json, no following.
 void submit_point(Backend& backend, const BackendChoice& choice, Point& p,
                   const std::vector<std::string>& command) {
-  const Spec& spec = p.spec;
-  bool remote = backend.kind() == "ssh";
-  std::error_code ec;
-  std::string runs_root = fs::absolute(choice.runs_dir, ec).lexically_normal().string();
-  SubmitRequest request;
-  request.script = p.script;
-  request.job_name = spec.job.name;
-  request.runs_root = remote ? choice.remote_runs_dir : runs_root;
-  if (!remote) request.workdir = fs::current_path().string();
-  auto x = [&](std::string pattern) {
-    std::string name = run_dir_name(spec.job.name), out;
-    for (size_t i = 0; i < pattern.size(); ++i) {
-      if (pattern[i] == '%' && i + 1 < pattern.size() && (pattern[i + 1] == 'x' || pattern[i + 1] == '%')) {
-        out += pattern[i + 1] == 'x' ? name : "%%";
-        ++i;
-      } else {
-        out += pattern[i];
-      }
-    }
-    return out;
-  };
-  request.output = x(spec.job.output);
-  request.error = x(spec.job.error);
-  request.files = {{"spec.json", spec.canonical_json()}};
-  SubmitResult submitted = backend.submit(request);
-
-  RunRecord record;
-  record.job_id = submitted.job_id;
-  record.name = spec.job.name;
-  record.backend = backend.kind();
-  record.host = backend.host();
-  record.ssh_target = remote ? choice.host : "";
-  record.ssh_config = remote ? choice.ssh_config : "";
-  record.known_hosts = remote ? choice.known_hosts : "";
-  record.run_dir = submitted.run_dir;
-  record.submit_command = submitted.submit_command;
-  record.submitted_at = utc_now_iso8601();
-  record.hpclaunch_version = kVersion;
-  record.spec_hash = spec.hash();
-  record.preset = spec.preset;
-  record.cluster = spec.cluster;
-  record.strategy = spec.strategy;
-  record.world_size = spec.world_size();
-  record.max_steps = max_steps_from_args(spec.trainer.args);
-  record.generator_command = join(command, " ");
-  if (remote) {
-    record.local_dir = (fs::path(runs_root) / fs::path(submitted.run_dir).filename()).string();
-    LocalHost here;
-    here.make_dirs(record.local_dir);
-    here.write_file(record.local_dir + "/script.sbatch", p.script, 0755);
-    here.write_file(record.local_dir + "/spec.json", spec.canonical_json(), 0644);
-  } else {
-    record.local_dir = submitted.run_dir;
-  }
-  try {
-    record.stdout_path = backend.status(record.job_id).stdout_path;
-  } catch (const BackendError&) {
-  }
-  write_run_record(record);
+  RunRecord record = submit_job(backend, p.spec, p.script, choice, command);
 
   p.job_id = record.job_id;
   p.run_dir = record.run_dir;
