@@ -5,7 +5,8 @@
 #     n_embd 66 and block size 63 make the parameter count 2 mod 4: W=4 pads the last shard;
 #  2. memory: per rank, zero1's and zero2's optimiser state is 1/W of DDP's (+ padding), and
 #     zero2 keeps 1/W of the gradients between steps;
-#  3. zero1/zero2 refuse checkpoint flags with one line (not written yet).
+#  3. zero1/zero2 refuse checkpoint flags with one line (not written yet);
+#  4. a dead peer under zero2 ends the survivor with an error, not a hang.
 source "$(dirname "$0")/lib.sh"
 make_corpus "$WORK/data"
 port=$((20000 + RANDOM % 20000))
@@ -70,3 +71,20 @@ RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((port + 1)) "$HPCTRAIN" 
 [[ $rc -eq 2 && $(wc -l <"$WORK/ck.err") -eq 1 ]] && grep -q "cannot write checkpoints" "$WORK/ck.err" ||
   fail "zero1 with --checkpoint-every: status $rc, stderr: $(cat "$WORK/ck.err")"
 echo "zero1 --checkpoint-every: refused with one line"
+
+# A peer that dies mid-run under zero2: the survivor fails within the timeout instead of hanging.
+port=$((port + 2))
+long=("${common[@]}" --max-steps 100000 --dist-timeout 10 --strategy zero2)
+RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$HPCTRAIN" train "${long[@]}" >"$WORK/d0.log" 2>&1 &
+pid0=$!
+RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$HPCTRAIN" train "${long[@]}" >"$WORK/d1.log" 2>&1 &
+pid1=$!
+for _ in $(seq 100); do grep -q "^step     3 " "$WORK/d0.log" && break; sleep 0.2; done
+kill -9 $pid1
+wait $pid1 2>/dev/null || true
+start=$SECONDS
+rc=0
+timeout 60 tail --pid=$pid0 -f /dev/null || { kill -9 $pid0; fail "zero2: rank 0 hung after its peer died"; }
+wait $pid0 || rc=$?
+[[ $rc -ne 0 ]] || fail "zero2: rank 0 exited 0 after its peer died"
+echo "dead peer: zero2 rank 0 exited with status $rc after $((SECONDS - start)) s: $(tail -n1 "$WORK/d0.log")"
