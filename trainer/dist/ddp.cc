@@ -101,7 +101,8 @@ class Ddp final : public Strategy {
   double clip_and_step(double max_norm, double lr) override {
     try {
       return sharded_->clip_and_step(max_norm, lr);
-    } catch (const c10::Error& e) {  // a collective of the step: say what it means for the job
+    } catch (const std::exception& e) {  // Gloo rethrows its own errors (gloo::IoException)
+      // The step's only failures are its collectives': say what that means for the job.
       std::string msg = e.what();
       throw std::runtime_error(fmt::format(
           "rank {}: the {} step's collectives failed, a peer died or stopped answering "
