@@ -13,6 +13,7 @@
 
 #include "atomic_file.h"
 #include "catalog.h"
+#include "doctor.h"
 #include "error.h"
 #include "hostlist.h"
 #include "jobs.h"
@@ -41,6 +42,7 @@ constexpr const char* kExamples = R"(Examples:
   hpclaunch run --preset 1n2g --local -- --model tiny --max-steps 20
   hpclaunch status 12345; hpclaunch logs -f 12345 --rank 0; hpclaunch cancel 12345; hpclaunch list
   hpclaunch hostlist expand 'node[01-03],gpu-a[1-2]'
+  hpclaunch doctor --cluster jsc
   hpclaunch sweep --presets 1n1g,1n2g,2n2g --strategy ddp,fsdp --scaling strong -- --model tiny
   hpclaunch report sweeps/1n1g_1n2g_2n2g-ddp_fsdp-strong
 Docs: docs/quickstart.md, docs/presets.md, docs/clusters.md)";
@@ -452,6 +454,12 @@ int run_cli(const std::vector<std::string>& raw_args) {
       sweep->add_option("--poll", sweep_cli.poll_interval_s, "seconds between state checks (default 1)")};
   sweep_backend.add_to(sweep, true);
   sweep->footer("Example: hpclaunch sweep --presets 1n1g,1n2g --strategy ddp --local --steps 20 -- --model tiny");
+  std::string doctor_cluster;
+  auto* doctor = app.add_subcommand(
+      "doctor", "on a node or in a job: GPU topology, InfiniBand, interfaces, MASTER_ADDR, Slurm");
+  doctor->add_option("--cluster,-c", doctor_cluster, "cluster profile whose ib_suffix and gpu_request to check");
+  doctor->add_flag("--json", as_json, "one JSON document");
+
   auto* report = app.add_subcommand("report", "re-render a sweep's summary.md and plots from its results.csv");
   report->add_option("DIR", report_dir, "the sweep directory")->required();
 
@@ -613,6 +621,7 @@ int run_cli(const std::vector<std::string>& raw_args) {
       return run_sweep(config, sweep_backend.choice(), command);
     }
     if (report->parsed()) return report_sweep_dir(report_dir);
+    if (doctor->parsed()) return run_doctor(doctor_cluster, as_json);
     if (status->parsed()) return show_status(job, job_backend.choice(), as_json);
     if (logs->parsed()) {
       return show_logs(job, job_backend.choice(), follow_logs,
