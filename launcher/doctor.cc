@@ -459,6 +459,12 @@ int run_doctor(const std::string& cluster, bool as_json) {
     SpecRequest request;
     request.preset = "1n1g";
     if (!cluster.empty()) request.cluster = cluster;
+    // Keys the profile requires (an account) do not matter here: a placeholder fills them.
+    if (named && named->content.contains("required") && named->content["required"].is_array()) {
+      for (const auto& key : named->content["required"]) {
+        if (key.is_string()) request.sets.push_back("profile." + key.get<std::string>() + "=doctor");
+      }
+    }
     Spec spec = resolve_spec(catalog, request);
     cluster_name = spec.cluster;
     ib_suffix = spec.profile.ib_suffix;
