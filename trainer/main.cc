@@ -2,6 +2,7 @@
 //   hpctrain train  --data PATH --max-steps N [--model NAME | shape flags] [--strategy ddp|zero1|zero2] ...
 //   hpctrain eval   --init-from DIR --data FILE --seq-len T --batches N
 //   hpctrain export --to DIR [--from CHECKPOINT | --model NAME --seed S]
+//   hpctrain bench-allreduce [--min 1K] [--max 1G] [--factor 2] [--iters N] [--json FILE] ...
 // Bad input: one line on stderr, exit status 2.
 #include <malloc.h>
 
@@ -14,6 +15,7 @@
 #include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
 
+#include "bench_allreduce.h"
 #include "config.h"
 #include "error.h"
 #include "train.h"
@@ -129,6 +131,20 @@ int main(int argc, char** argv) {
   exp->add_option("--seed", x.seed, "seed of the fresh initialisation")->capture_default_str();
   add_runtime_flags(exp, x.runtime);
 
+  hpc::train::BenchAllreduceOptions b;
+  auto* bench = app.add_subcommand(
+      "bench-allreduce", "all-reduce bandwidth over the process group (Gloo/NCCL), as nccl-tests");
+  bench->add_option("--min", b.min, "smallest size in bytes (K/M/G suffixes: powers of 1024)")->capture_default_str();
+  bench->add_option("--max", b.max, "largest size in bytes")->capture_default_str();
+  bench->add_option("--factor", b.factor, "each size is the previous one times this")->capture_default_str();
+  bench->add_option("--iters", b.iters, "timed all-reduces per size")->capture_default_str();
+  bench->add_option("--warmup", b.warmup, "untimed all-reduces per size before them")->capture_default_str();
+  bench->add_option("--dtype", b.dtype, "float32, float64, float16, bfloat16, int32 or int64")->capture_default_str();
+  bench->add_option("--json", b.json, "rank 0 writes the table, world size, backend and hostnames here");
+  bench->add_option("--device", b.device, "auto, cpu (Gloo) or cuda (NCCL)")->capture_default_str();
+  bench->add_option("--dist-timeout", b.dist_timeout_s, "seconds before a collective gives up")->capture_default_str();
+  bench->add_option("--master-suffix", b.master_suffix, "appended to the first host of SLURM_JOB_NODELIST (JSC: i)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& h) {
@@ -160,6 +176,7 @@ int main(int argc, char** argv) {
       return hpc::train::run_train(t);
     }
     if (*eval) return hpc::train::run_eval(e);
+    if (*bench) return hpc::train::run_bench_allreduce(b);
     x_shape.apply(x.model);
     return hpc::train::run_export(x);
   } catch (const hpc::UserError& err) {
