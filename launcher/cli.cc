@@ -1,6 +1,5 @@
 #include "cli.h"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -22,6 +21,7 @@
 #include "shell.h"
 #include "spec.h"
 #include "version.h"
+#include "subprocess.h"
 #include "suggest.h"
 #include "plot.h"
 #include "sweep.h"
@@ -201,33 +201,12 @@ struct BackendFlags {
   }
 };
 
-// Runs `argv` with the script on stdin or as a file; returns (exit status, combined output).
+// Runs a checker (bash -n, shellcheck) through the launcher's own subprocess runner; returns
+// (exit status, what it printed on either stream).
 std::pair<int, std::string> run_checker(const std::vector<std::string>& argv) {
-  std::string cmd;
-  for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
-  cmd += " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return {-1, "cannot run " + argv.front()};
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  int status = pclose(pipe);
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-  return {code, out};
-}
-
-bool have_program(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  if (!path) return false;
-  std::string all = path;
-  for (size_t start = 0;;) {
-    size_t colon = all.find(':', start);
-    fs::path candidate = fs::path(all.substr(start, colon - start)) / name;
-    if (access(candidate.c_str(), X_OK) == 0) return true;
-    if (colon == std::string::npos) return false;
-    start = colon + 1;
-  }
+  CommandResult r = run_command(argv);
+  if (!r.spawn_error.empty()) return {-1, r.summary(argv.front())};
+  return {r.exit_code >= 0 ? r.exit_code : 128 + r.term_signal, r.out + r.err};
 }
 
 std::string first_line(const std::string& text) {
@@ -291,7 +270,7 @@ std::vector<std::string> check_script(const fs::path& script, const std::string&
   auto [bash_status, bash_out] = run_checker({"bash", "-n", script.string()});
   if (bash_status != 0) report("bash -n", bash_out);
   done.push_back("bash -n");
-  if (have_program("shellcheck")) {
+  if (program_on_path("shellcheck")) {
     auto [sc_status, sc_out] =
         run_checker({"shellcheck", "-f", "gcc", "--exclude=SC1091", script.string()});
     if (sc_status != 0) report("shellcheck", sc_out);
