@@ -16,6 +16,17 @@
 
 namespace hpc::train::dist {
 
+// A piece of the training state held by this rank: elements [offset, offset + length) of
+// parameter `param` (index in registration order, the parameter read as a flat vector), as 1-D
+// views of the live tensors, so that filling them on load sets the state. exp_avg/exp_avg_sq
+// are AdamW's moments for the same elements.
+struct StatePiece {
+  size_t param = 0;
+  int64_t offset = 0;
+  int64_t length = 0;
+  at::Tensor value, exp_avg, exp_avg_sq;
+};
+
 class Strategy {
  public:
   virtual ~Strategy() = default;
@@ -51,6 +62,24 @@ class Strategy {
     int64_t optimizer = 0;
   };
   virtual HeldBytes held_bytes() const { return {}; }
+
+  // --- checkpoints (checkpoint.h) ---
+  // Strategies that shard the optimiser (shards_optimizer()) describe their state as pieces:
+  // pieces_to_save() over all ranks cover every parameter element exactly once, and
+  // pieces_to_load() are what this rank must fill when resuming (the loader reads them from
+  // whichever ranks' files hold them, so the world size may differ). after_load() then
+  // restores what is derived (zero1/zero2: all-gather the parameters). Replicated strategies
+  // (none, ddp) use replicated_pieces() below with the AdamW that train.cc owns.
+  virtual std::vector<StatePiece> pieces_to_save() {
+    throw std::logic_error("pieces_to_save on a strategy that does not shard the optimiser");
+  }
+  virtual std::vector<StatePiece> pieces_to_load() {
+    throw std::logic_error("pieces_to_load on a strategy that does not shard the optimiser");
+  }
+  virtual void after_load() {}
+  // AdamW's step count (bias correction) of a sharded optimiser.
+  virtual int64_t optimizer_steps() const { return 0; }
+  virtual void set_optimizer_steps(int64_t) {}
 };
 
 // A world of one: nothing to reduce.
@@ -80,6 +109,12 @@ inline bool known_strategy(const std::string& name) {
   return name == "none" || name == "ddp" || name == "zero1" || name == "zero2";
 }
 inline bool shards_optimizer(const std::string& name) { return name == "zero1" || name == "zero2"; }
+
+// none/ddp: parameters and AdamW are whole on every rank. To save, rank r writes the r-th of W
+// equal slices of the flat parameter vector (FlatShards: the ranks write in parallel and nothing
+// twice); to load, every rank fills every element.
+std::vector<StatePiece> replicated_pieces(const std::vector<at::Tensor>& params, AdamW& optimizer,
+                                          int rank, int world, bool for_save);
 
 // Connects to the other ranks (TCPStore at the rendezvous' master, then the process group) and
 // returns the strategy; "none" with a world of one returns SingleProcess. Throws UserError for an
