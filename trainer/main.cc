@@ -1,5 +1,5 @@
 // hpctrain: GPT-2 training in C++ (LibTorch) — the binary hpclaunch's batch scripts start.
-//   hpctrain train  --data PATH --max-steps N [--model NAME | shape flags] [--strategy ddp|zero1|zero2] ...
+//   hpctrain train  --data PATH --max-steps N [--model NAME | shape flags] [--strategy ddp|zero1|zero2|fsdp] ...
 //   hpctrain eval   --init-from DIR --data FILE --seq-len T --batches N
 //   hpctrain export --to DIR [--from CHECKPOINT | --model NAME --seed S]
 //   hpctrain bench-allreduce [--min 1K] [--max 1G] [--factor 2] [--iters N] [--json FILE] ...
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
   train->add_option("--dump-grads", t.dump_grads, "write the first step's gradients to this .safetensors");
   train->add_option("--peak-tflops", t.peak_tflops, "device peak for MFU (default: known GPUs)");
   train->add_option("--strategy", t.strategy,
-                    "none, ddp, zero1 (sharded optimiser state) or zero2 (and sharded gradients)")->capture_default_str();
+                    "none, ddp, zero1 (sharded optimiser state), zero2 (and sharded gradients) or fsdp (and sharded parameters)")->capture_default_str();
   train->add_option("--master-suffix", t.master_suffix, "appended to the first host of SLURM_JOB_NODELIST (JSC: i)");
   train->add_option("--dist-timeout", t.dist_timeout_s, "seconds before a collective gives up")->capture_default_str();
   train->add_option("--bucket-cap-mb", t.bucket_cap_mb, "DDP gradient bucket size (MiB)")->capture_default_str();

@@ -114,9 +114,12 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& idx) {
   TORCH_CHECK(T <= config_.block_size, "sequence length ", T, " exceeds block size ",
               config_.block_size);
   // x [B, T, C] = token embedding + position embedding
+  if (hooks_) hooks_->before(0);
   torch::Tensor x = at::embedding(wte_, idx) + wpe_.narrow(0, 0, T);
   const double scale = 1.0 / std::sqrt(double(hs));
-  for (auto& blk : blocks_) {
+  for (size_t l = 0; l < blocks_.size(); ++l) {
+    auto& blk = blocks_[l];
+    if (hooks_) hooks_->before(int(l) + 1);
     // --- attention: x += c_proj(softmax(q k^T / sqrt(hs) + mask) v) ---
     auto a = layer_norm(x, *blk->ln_1);                                          // [B, T, C]
     auto qkv = at::linear(a, blk->attn->c_attn->weight, blk->attn->c_attn->bias);  // [B, T, 3C]
@@ -145,12 +148,14 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& idx) {
     auto m = layer_norm(x, *blk->ln_2);                                           // [B, T, C]
     auto f = at::gelu(at::linear(m, blk->mlp->c_fc->weight, blk->mlp->c_fc->bias), "tanh");  // [B, T, 4C]
     x = x + at::linear(f, blk->mlp->c_proj->weight, blk->mlp->c_proj->bias);
+    if (hooks_) x = hooks_->after(int(l) + 1, x);
   }
   return at::layer_norm(x, {C}, ln_f_w_, ln_f_b_, 1e-5);  // [B, T, C]
 }
 
 torch::Tensor GptImpl::logits(const torch::Tensor& idx) {
-  return at::linear(hidden(idx), wte_);  // [B, T, V]
+  auto out = at::linear(hidden(idx), wte_);  // [B, T, V]
+  return hooks_ ? hooks_->after(0, out) : out;
 }
 
 torch::Tensor GptImpl::loss(const torch::Tensor& idx, const torch::Tensor& targets) {
@@ -159,9 +164,23 @@ torch::Tensor GptImpl::loss(const torch::Tensor& idx, const torch::Tensor& targe
   auto y = targets.reshape({B * T});                    // [B*T]
   if (head_chunk_rows_ <= 0) {
     auto logits = at::linear(x, wte_);  // [B*T, V]
-    return at::nll_loss(at::log_softmax(logits, -1, at::kFloat), y);
+    auto out = at::nll_loss(at::log_softmax(logits, -1, at::kFloat), y);
+    return hooks_ ? hooks_->after(0, out) : out;
   }
-  return chunked_head_loss(x, wte_, y, head_chunk_rows_, head_matmul_dtype_);
+  auto out = chunked_head_loss(x, wte_, y, head_chunk_rows_, head_matmul_dtype_);
+  return hooks_ ? hooks_->after(0, out) : out;
+}
+
+std::vector<std::vector<size_t>> GptImpl::parameter_units() {
+  std::vector<std::vector<size_t>> units(blocks_.size() + 1);
+  size_t i = 0;
+  for (const auto& item : named_parameters()) {
+    const std::string& name = item.key();
+    size_t unit = 0;
+    if (name.rfind("h.", 0) == 0) unit = 1 + std::stoul(name.substr(2, name.find('.', 2) - 2));
+    units.at(unit).push_back(i++);
+  }
+  return units;
 }
 
 // ---------------------------------------------------------------------------------------------

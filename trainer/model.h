@@ -11,6 +11,7 @@
 #include <torch/nn/modules/container/modulelist.h>
 
 #include "config.h"
+#include "unit_hooks.h"
 
 namespace hpc::train {
 
@@ -39,6 +40,12 @@ class GptImpl : public torch::nn::Module {
   // dtype of the head's matrix products in the chunked path (bf16 under CUDA autocast).
   void set_head_matmul_dtype(c10::ScalarType t) { head_matmul_dtype_ = t; }
 
+  // Sharded strategies (unit_hooks.h): the indices, in named_parameters() order, of each unit's
+  // parameters (unit 0: wte, wpe, ln_f; unit 1 + l: block l), and the hooks the forward pass
+  // calls (none by default; the model does not own them).
+  std::vector<std::vector<size_t>> parameter_units();
+  void set_unit_hooks(UnitHooks* hooks) { hooks_ = hooks; }
+
 
  private:
   torch::Tensor hidden(const torch::Tensor& idx);  // [B, T] -> [B, T, C] after ln_f
@@ -48,7 +55,8 @@ class GptImpl : public torch::nn::Module {
   c10::ScalarType head_matmul_dtype_ = c10::ScalarType::Float;
   torch::Tensor wte_, wpe_, ln_f_w_, ln_f_b_;
   std::vector<std::shared_ptr<GptBlock>> blocks_;  // registered as "h.0", "h.1", ...
-  torch::Tensor causal_bias_;  // [block, block]: 0 on and below the diagonal, -inf above
+  torch::Tensor causal_bias_;
+  UnitHooks* hooks_ = nullptr;  // [block, block]: 0 on and below the diagonal, -inf above
 };
 TORCH_MODULE(Gpt);
 

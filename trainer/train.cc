@@ -220,6 +220,7 @@ StateBytes held_state(const std::vector<at::Tensor>& params, const AdamW* optimi
     s.gradients += bytes(p.grad());
   }
   const auto held = strategy.held_bytes();
+  if (held.parameters >= 0) s.parameters = held.parameters;  // fsdp: the shards
   s.gradients += held.gradients;
   s.optimizer = held.optimizer;
   if (optimizer) {
@@ -261,7 +262,7 @@ int run_train(const TrainOptions& o) {
   // --- who we are, what we train, on what ---
   if (!dist::known_strategy(o.strategy)) {
     throw UserError("--strategy", fmt::format("unknown strategy '{}'", o.strategy),
-                    "use none, ddp, zero1 or zero2");
+                    "use none, ddp, zero1, zero2 or fsdp");
   }
   const bool sharded = dist::shards_optimizer(o.strategy);
   if (sharded && (o.checkpoint_every > 0 || o.checkpoint_at_end)) {
@@ -269,8 +270,9 @@ int run_train(const TrainOptions& o) {
                                               "sharded)", o.strategy),
                     "drop --checkpoint-every/--checkpoint-at-end or use --strategy ddp");
   }
-  if (o.strategy == "zero2" && !o.dump_grads.empty()) {
-    throw UserError("--dump-grads", "zero2 keeps only a shard of the gradients", "use --strategy zero1 or ddp");
+  if ((o.strategy == "zero2" || o.strategy == "fsdp") && !o.dump_grads.empty()) {
+    throw UserError("--dump-grads", fmt::format("{} keeps only a shard of the gradients", o.strategy),
+                    "use --strategy zero1 or ddp");
   }
   const bool distributed = o.strategy != "none";
   const auto rdv = dist::rendezvous_from_env(dist::process_environment(), o.master_suffix, distributed);
@@ -365,7 +367,9 @@ int run_train(const TrainOptions& o) {
   model->set_head_chunk_rows(head_chunk_rows(o.runtime, device));
   if (autocast) model->set_head_matmul_dtype(at::kBFloat16);
   auto params = parameters_of(*model);
+  strategy->set_units(model->parameter_units());
   strategy->attach(params);
+  if (UnitHooks* hooks = strategy->unit_hooks()) model->set_unit_hooks(hooks);  // fsdp
   // zero1/zero2 hold AdamW's state themselves, each rank its shard; the others use this one.
   std::optional<AdamW> optimizer;
   if (!strategy->shards_optimizer()) optimizer.emplace(params, so.adamw);
@@ -399,7 +403,9 @@ int run_train(const TrainOptions& o) {
       print0(rank, fmt::format("step {:5d} | val loss {:.6f}", step, v));
       if (rank == 0) metrics.write_val(step, v);
     }
-    if (o.sample_every > 0 && step > 0 && (step % o.sample_every == 0 || last) && rank == 0) {
+    // fsdp: every rank takes part in a forward pass (the units are gathered); rank 0 prints.
+    if (o.sample_every > 0 && step > 0 && (step % o.sample_every == 0 || last) &&
+        (rank == 0 || strategy->shards_parameters())) {
       print0(rank, fmt::format("step {:5d} | sample: {}", step,
                                sample_text(*model, o.sample_tokens, o.seed + uint64_t(step), device)));
     }

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <sstream>
+#include <type_traits>
 
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -41,6 +42,21 @@ template <typename WorkPtr>
 std::unique_ptr<Communicator::Pending> pending(WorkPtr w) {
   return std::make_unique<PendingWork<WorkPtr>>(std::move(w));
 }
+
+// An all-reduce standing in for a reduce-scatter: wait() finishes it and copies this rank's slice.
+class SliceAfter final : public Communicator::Pending {
+ public:
+  SliceAfter(std::unique_ptr<Communicator::Pending> work, at::Tensor out, at::Tensor slice)
+      : work_(std::move(work)), out_(std::move(out)), slice_(std::move(slice)) {}
+  void wait() override {
+    work_->wait();
+    out_.copy_(slice_);
+  }
+
+ private:
+  std::unique_ptr<Communicator::Pending> work_;
+  at::Tensor out_, slice_;
+};
 
 // One implementation for either backend: PG is ProcessGroupGloo or ProcessGroupNCCL.
 template <typename PG>
@@ -79,6 +95,35 @@ class C10dCommunicator final : public Communicator {
   }
 
   void barrier() override { pg_->barrier(c10d::BarrierOptions())->wait(); }
+
+  std::unique_ptr<Pending> all_gather_flat(at::Tensor& out, const at::Tensor& in) override {
+#if HPC_HAVE_NCCL
+    if constexpr (std::is_same_v<PG, c10d::ProcessGroupNCCL>) {
+      return pending(pg_->_allgather_base(out, const_cast<at::Tensor&>(in)));
+    }
+#endif
+    const int64_t S = in.numel();
+    std::vector<std::vector<at::Tensor>> outputs(1);
+    for (int r = 0; r < world_; ++r) outputs[0].push_back(out.narrow(0, r * S, S));
+    std::vector<at::Tensor> inputs{in};
+    // Gloo copies its result into the tensors given before the work completes.
+    return pending(pg_->allgather(outputs, inputs));
+  }
+
+  std::unique_ptr<Pending> reduce_scatter_flat(at::Tensor& out, at::Tensor& in) override {
+#if HPC_HAVE_NCCL
+    if constexpr (std::is_same_v<PG, c10d::ProcessGroupNCCL>) {
+      c10d::ReduceScatterOptions o;
+      o.reduceOp = c10d::ReduceOp::SUM;
+      return pending(pg_->_reduce_scatter_base(out, in, o));
+    }
+#endif
+    std::vector<at::Tensor> v{in};
+    c10d::AllreduceOptions o;
+    o.reduceOp = c10d::ReduceOp::SUM;
+    return std::make_unique<SliceAfter>(pending(pg_->allreduce(v, o)), out,
+                                        in.narrow(0, int64_t(rank_) * out.numel(), out.numel()));
+  }
 
  private:
   c10::intrusive_ptr<PG> pg_;

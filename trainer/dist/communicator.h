@@ -37,6 +37,15 @@ class Communicator {
   // world() tensors of it. The list form: Gloo in 1.13 has no _allgather_base.
   virtual void all_gather(std::vector<at::Tensor>& out, const at::Tensor& in) = 0;
   virtual void barrier() = 0;
+
+  // Flat forms for sharded parameters (fsdp), both started now and finished by wait():
+  // every rank's `in` [S] into `out` [W S], rank r's at [r S, r S + S). NCCL: _allgather_base;
+  // Gloo: the list all-gather into views of `out`.
+  virtual std::unique_ptr<Pending> all_gather_flat(at::Tensor& out, const at::Tensor& in) = 0;
+  // The sum over ranks of `in` [W S]; this rank's slice [rank S, rank S + S) lands in `out` [S].
+  // NCCL: _reduce_scatter_base; Gloo (1.13 has no reduce_scatter): all-reduce of `in` in place,
+  // and wait() copies the slice. `in` may hold the sum afterwards: don't reuse its values.
+  virtual std::unique_ptr<Pending> reduce_scatter_flat(at::Tensor& out, at::Tensor& in) = 0;
 };
 
 // Meets the other ranks at the rendezvous' master (a TCPStore served by rank 0) and builds the

@@ -21,6 +21,7 @@
 #include <torch/torch.h>
 
 #include "dist/communicator.h"
+#include "dist/fsdp.h"
 #include "dist/strategy.h"
 #include "dist/zero.h"
 #include "error.h"
@@ -252,16 +253,21 @@ std::unique_ptr<Strategy> make_strategy(const StrategyOptions& options, const Re
     if (rdv.world > 1) {
       throw UserError("--strategy",
                       fmt::format("{} ranks were launched but --strategy is none", rdv.world),
-                      "pass --strategy ddp, zero1 or zero2");
+                      "pass --strategy ddp, zero1, zero2 or fsdp");
     }
     return std::make_unique<SingleProcess>();
+  }
+  if (options.name == "fsdp") {
+    if (options.timeout_s <= 0) throw UserError("--dist-timeout", "must be positive", "");
+    return make_fsdp(connect(rdv, options.device, std::chrono::milliseconds(int64_t(options.timeout_s * 1000))),
+                     options);
   }
   const Stage stage = options.name == "ddp"     ? Stage::ddp
                       : options.name == "zero1" ? Stage::zero1
                       : options.name == "zero2" ? Stage::zero2
                                                 : throw UserError("--strategy",
                                                                   fmt::format("unknown strategy '{}'", options.name),
-                                                                  "use none, ddp, zero1 or zero2");
+                                                                  "use none, ddp, zero1, zero2 or fsdp");
   if (options.timeout_s <= 0) throw UserError("--dist-timeout", "must be positive", "");
   const auto timeout = std::chrono::milliseconds(int64_t(options.timeout_s * 1000));
   return std::make_unique<Ddp>(connect(rdv, options.device, timeout), options, stage);

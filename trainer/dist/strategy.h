@@ -13,6 +13,7 @@
 
 #include "dist/rendezvous.h"
 #include "optim.h"
+#include "unit_hooks.h"
 
 namespace hpc::train::dist {
 
@@ -58,10 +59,18 @@ class Strategy {
   // Bytes this rank holds beyond the model's parameters and .grad tensors: gradient buffers
   // (DDP's buckets, ZeRO-2's gradient shard) and the sharded optimiser state.
   struct HeldBytes {
+    int64_t parameters = -1;  // -1: the model's parameters, whole (all but fsdp)
     int64_t gradients = 0;
     int64_t optimizer = 0;
   };
   virtual HeldBytes held_bytes() const { return {}; }
+
+  // fsdp: the model's parameters hold values only while their unit is gathered (unit_hooks.h).
+  // train.cc passes the model's units before attach and installs the hooks; every forward pass
+  // then involves every rank (validation, samples).
+  virtual bool shards_parameters() const { return false; }
+  virtual void set_units(const std::vector<std::vector<size_t>>& /*units*/) {}
+  virtual UnitHooks* unit_hooks() { return nullptr; }
 
   // --- checkpoints (checkpoint.h) ---
   // Strategies that shard the optimiser (shards_optimizer()) describe their state as pieces:
@@ -96,7 +105,7 @@ class SingleProcess final : public Strategy {
 };
 
 struct StrategyOptions {
-  std::string name = "none";  // none, ddp, zero1, zero2
+  std::string name = "none";  // none, ddp, zero1, zero2, fsdp
   double timeout_s = 300;     // collectives and the rendezvous give up after this long
   double bucket_cap_mb = 25;
   double first_bucket_mb = 1;
@@ -106,9 +115,11 @@ struct StrategyOptions {
 
 // The names --strategy takes, and whether a name shards the optimiser state.
 inline bool known_strategy(const std::string& name) {
-  return name == "none" || name == "ddp" || name == "zero1" || name == "zero2";
+  return name == "none" || name == "ddp" || name == "zero1" || name == "zero2" || name == "fsdp";
 }
-inline bool shards_optimizer(const std::string& name) { return name == "zero1" || name == "zero2"; }
+inline bool shards_optimizer(const std::string& name) {
+  return name == "zero1" || name == "zero2" || name == "fsdp";
+}
 
 // none/ddp: parameters and AdamW are whole on every rank. To save, rank r writes the r-th of W
 // equal slices of the flat parameter vector (FlatShards: the ranks write in parallel and nothing

@@ -1,0 +1,380 @@
+// FSDP, full shard (ZeRO-3). Each unit of the model (unit_hooks.h: the embedding/head group, then
+// one per block) is a flat vector of its parameters, padded to W S elements; rank r keeps only
+// elements [r S, r S + S): the fp32 master values, their AdamW moments and their reduced gradient.
+//
+//  forward   before(u): all-gather unit u into its flat buffer (the model's parameters are views of
+//            it), and start the next unit's all-gather (prefetch) so it overlaps u's compute;
+//            after(u): free the buffer; with gradients enabled, hook u's output so that backward
+//            gathers the unit again just before it runs (and prefetches the unit before it).
+//            Unit 0 (wte, tied to the head; wpe; ln_f) is used at both ends of the pass: it stays
+//            gathered from the start of forward to the end of its backward.
+//  backward  a post-hook on each parameter's gradient accumulator copies the gradient into the
+//            unit's fp32 gradient buffer; when the unit's last gradient is in, the buffer is
+//            reduce-scattered (NCCL natively; Gloo in 1.13 has none: all-reduce + this rank's
+//            slice), the unit's parameters are freed, and the full gradients dropped. The slice,
+//            divided by W, is added to the gradient shard: every micro-step reduces (memory stays
+//            1/W), so gradient accumulation needs no full-size buffers.
+//  step      the global gradient norm from each rank's sum of squares over its shards, clipping,
+//            AdamW on the shards only. Nothing is gathered after the step: the next forward does.
+//
+// Memory is freed by swapping the buffer's storage for an empty one and allocated again in place
+// (what PyTorch's FSDP does with storage resize): the parameters, and autograd's saved references
+// to them, share that storage, so they see the values again when the unit is gathered for
+// backward. Writes go through the collectives, not through the parameters, so autograd's version
+// counters are untouched. On CUDA the buffer is bf16 (the mixed-precision policy: parameters
+// gathered in bf16; master weights, gradient reductions and the optimiser in fp32).
+#include "dist/fsdp.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/torch.h>
+
+#include "dist/zero.h"
+#include "optim_cpu.h"
+
+namespace hpc::train::dist {
+namespace {
+
+void free_storage(const at::Tensor& t) {
+  auto* impl = t.storage().unsafeGetStorageImpl();
+  impl->set_data_ptr_noswap(at::DataPtr(nullptr, t.device()));
+  impl->set_nbytes(0);
+}
+
+void allocate_storage(const at::Tensor& t) {
+  auto* impl = t.storage().unsafeGetStorageImpl();
+  const size_t bytes = size_t(t.numel()) * t.element_size();
+  if (impl->nbytes() == bytes) return;
+  impl->set_data_ptr_noswap(impl->allocator()->allocate(bytes));
+  impl->set_nbytes(bytes);
+}
+
+bool plain_cpu_float(const at::Tensor& t) {
+  return t.is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous();
+}
+
+int64_t bytes_of(const at::Tensor& t) {
+  return t.defined() ? t.numel() * int64_t(t.element_size()) : 0;
+}
+
+struct Unit {
+  std::vector<size_t> params;  // indices into the model's parameters
+  std::vector<int64_t> offset;  // of each in the flat vector
+  FlatShards layout;            // its of_rank segments' `param` index into `params`
+  int64_t S = 0;                // shard elements
+  at::Tensor full;              // [W S] the parameters are views of it; storage freed when not gathered
+  at::Tensor send;              // what this rank contributes to a gather (shard, cast on CUDA)
+  at::Tensor shard;             // [S] fp32 master values
+  at::Tensor grad_shard;        // [S] fp32 mean gradient, summed over the step's micro-steps
+  at::Tensor m, v;              // [S] AdamW moments
+  at::Tensor grad_full;         // [W S] fp32, while the unit's gradients arrive and are reduced
+  at::Tensor reduced;           // [S] this rank's slice of the reduced gradient
+  bool gathered = false;
+  std::unique_ptr<Communicator::Pending> gathering, reducing;
+  size_t pending = 0;  // gradients still to arrive in this backward pass
+};
+
+class Fsdp final : public Strategy, public UnitHooks {
+ public:
+  Fsdp(std::unique_ptr<Communicator> comm, const StrategyOptions& o) : comm_(std::move(comm)), options_(o) {}
+
+  const char* name() const override { return "fsdp"; }
+  int rank() const override { return comm_->rank(); }
+  int world() const override { return comm_->world(); }
+  bool shards_optimizer() const override { return true; }
+  bool shards_parameters() const override { return true; }
+  UnitHooks* unit_hooks() override { return this; }
+  void set_units(const std::vector<std::vector<size_t>>& units) override { unit_params_ = units; }
+
+  void attach(const std::vector<at::Tensor>& params) override {
+    if (unit_params_.empty()) throw std::logic_error("fsdp: set_units before attach");
+    torch::NoGradGuard no_grad;
+    params_ = params;
+    const auto device = params_.at(0).device();
+    param_dtype_ = device.is_cuda() ? at::kBFloat16 : at::kFloat;
+    {  // every rank starts from rank 0's values
+      std::vector<at::Tensor> data;
+      for (auto& p : params_) data.push_back(p.detach());
+      comm_->broadcast(data, 0);
+    }
+    const int W = world(), r = rank();
+    unit_of_.assign(params_.size(), 0);
+    slot_of_.assign(params_.size(), 0);
+    const auto f32 = torch::TensorOptions().dtype(at::kFloat).device(device);
+    for (size_t u = 0; u < unit_params_.size(); ++u) {
+      Unit unit;
+      unit.params = unit_params_[u];
+      std::vector<int64_t> numels;
+      for (size_t k = 0; k < unit.params.size(); ++k) {
+        const size_t i = unit.params[k];
+        if (!params_[i].is_contiguous()) throw std::runtime_error("fsdp: parameters must be contiguous");
+        unit_of_[i] = u;
+        slot_of_[i] = k;
+        numels.push_back(params_[i].numel());
+      }
+      unit.layout = FlatShards(numels, W);
+      unit.offset = unit.layout.flat_offset;
+      unit.S = unit.layout.shard_numel;
+      auto flat = torch::zeros({W * unit.S}, f32);
+      for (size_t k = 0; k < unit.params.size(); ++k) {
+        flat.narrow(0, unit.offset[k], numels[k]).copy_(params_[unit.params[k]].detach().reshape({-1}));
+      }
+      unit.shard = flat.narrow(0, r * unit.S, unit.S).clone();
+      unit.grad_shard = torch::zeros({unit.S}, f32);
+      unit.m = torch::zeros({unit.S}, f32);
+      unit.v = torch::zeros({unit.S}, f32);
+      unit.full = flat.to(param_dtype_);
+      for (size_t k = 0; k < unit.params.size(); ++k) {
+        auto& p = params_[unit.params[k]];
+        p.set_data(unit.full.narrow(0, unit.offset[k], numels[k]).view(p.sizes()));
+      }
+      unit.pending = unit.params.size();
+      units_.push_back(std::move(unit));
+      free_storage(units_.back().full);
+    }
+    for (size_t i = 0; i < params_.size(); ++i) {
+      auto acc = torch::autograd::impl::grad_accumulator(params_[i]);
+      acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+          [this, i](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
+            on_gradient(i);
+            return outputs;
+          }));
+      accumulators_.push_back(std::move(acc));  // autograd holds them weakly
+    }
+  }
+
+  // ------------------------------------------------------------------- the model's hooks
+  void before(int u) override {
+    gather(size_t(u));
+    if (size_t(u) + 1 < units_.size()) start_gather(size_t(u) + 1);  // prefetch
+  }
+
+  at::Tensor after(int u, const at::Tensor& out) override {
+    const bool backward = at::GradMode::is_enabled() && out.requires_grad();
+    if (u == 0) {
+      if (!backward) release(0);  // else: freed when its gradients are in
+      return out;
+    }
+    release(size_t(u));
+    if (backward) {
+      out.register_hook([this, u](const at::Tensor& grad) {
+        gather(size_t(u));
+        if (u > 1) start_gather(size_t(u) - 1);  // unit 0 is still gathered
+        return grad;
+      });
+    }
+    return out;
+  }
+
+  // --------------------------------------------------------------------- Strategy verbs
+  void set_gradient_sync(bool) override {}  // every backward reduce-scatters (see the top)
+
+  void finish_gradients() override {
+    if (!reduced_) throw std::runtime_error("fsdp: the last micro-step's backward did not reduce the gradients");
+    reduced_ = false;
+  }
+
+  double mean_over_ranks(double value) override {
+    auto t = torch::full({1}, value, torch::TensorOptions().dtype(at::kDouble).device(device()));
+    if (comm_->backend() == std::string("nccl")) t = t.to(at::kFloat);
+    wait_for(*comm_->all_reduce_sum(t), "loss all-reduce");
+    return t.item<double>() / double(world());
+  }
+
+  void barrier() override { comm_->barrier(); }
+
+  double clip_and_step(double max_norm, double lr) override {
+    torch::NoGradGuard no_grad;
+    double sumsq = 0;
+    for (auto& u : units_) {
+      if (u.gathering || u.reducing) throw std::logic_error("fsdp: a collective is still in flight at the step");
+      if (plain_cpu_float(u.grad_shard)) sumsq += sum_of_squares(u.grad_shard.data_ptr<float>(), u.S);
+      else sumsq += u.grad_shard.to(at::kDouble).pow(2).sum().item<double>();
+    }
+    auto total_t = torch::full({1}, sumsq, torch::TensorOptions().dtype(at::kDouble).device(device()));
+    if (comm_->backend() == std::string("nccl")) total_t = total_t.to(at::kFloat);
+    wait_for(*comm_->all_reduce_sum(total_t), "gradient norm all-reduce");
+    const double total = std::sqrt(total_t.item<double>());
+    const double coef = std::min(1.0, max_norm / (total + 1e-6));  // as clip_grad_norm (optim.cc)
+    ++steps_;
+    const double bc1 = 1.0 - std::pow(options_.adamw.beta1, double(steps_));
+    const double bc2_sqrt = std::sqrt(1.0 - std::pow(options_.adamw.beta2, double(steps_)));
+    const double step_size = lr / bc1;
+    const int r = rank();
+    for (auto& u : units_) {
+      if (coef < 1.0) u.grad_shard.mul_(coef);
+      for (const auto& s : u.layout.of_rank[size_t(r)]) {
+        auto p = u.shard.narrow(0, s.shard_offset, s.length);
+        auto g = u.grad_shard.narrow(0, s.shard_offset, s.length);
+        auto m = u.m.narrow(0, s.shard_offset, s.length);
+        auto v = u.v.narrow(0, s.shard_offset, s.length);
+        const double decay = params_[u.params[s.param]].dim() >= 2 ? 1.0 - lr * options_.adamw.weight_decay : 1.0;
+        if (plain_cpu_float(p)) {
+          AdamWStep st{float(decay), float(options_.adamw.beta1), float(options_.adamw.beta2),
+                       float(bc2_sqrt), float(options_.adamw.eps), float(step_size)};
+          adamw_update(p.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(),
+                       v.data_ptr<float>(), s.length, st);
+          continue;
+        }
+        if (decay != 1.0) p.mul_(decay);
+        m.mul_(options_.adamw.beta1).add_(g, 1.0 - options_.adamw.beta1);
+        v.mul_(options_.adamw.beta2).addcmul_(g, g, 1.0 - options_.adamw.beta2);
+        auto denom = (v.sqrt() / bc2_sqrt).add_(options_.adamw.eps);
+        p.addcdiv_(m, denom, -step_size);
+      }
+      u.grad_shard.zero_();
+    }
+    return total;
+  }
+
+  HeldBytes held_bytes() const override {
+    HeldBytes h;
+    h.parameters = 0;
+    for (const auto& u : units_) {
+      h.parameters += bytes_of(u.shard) + (u.gathered ? bytes_of(u.full) : 0);
+      h.gradients += bytes_of(u.grad_shard) + bytes_of(u.grad_full) + bytes_of(u.reduced);
+      h.optimizer += bytes_of(u.m) + bytes_of(u.v);
+    }
+    return h;
+  }
+
+  // The shards are the whole state: saved and loaded piece by piece, nothing derived.
+  std::vector<StatePiece> pieces_to_save() override {
+    std::vector<StatePiece> out;
+    for (auto& u : units_) {
+      for (const auto& s : u.layout.of_rank[size_t(rank())]) {
+        StatePiece p;
+        p.param = u.params[s.param];
+        p.offset = s.param_offset;
+        p.length = s.length;
+        p.value = u.shard.narrow(0, s.shard_offset, s.length);
+        p.exp_avg = u.m.narrow(0, s.shard_offset, s.length);
+        p.exp_avg_sq = u.v.narrow(0, s.shard_offset, s.length);
+        out.push_back(std::move(p));
+      }
+    }
+    return out;
+  }
+  std::vector<StatePiece> pieces_to_load() override { return pieces_to_save(); }
+  void after_load() override {
+    for (size_t u = 0; u < units_.size(); ++u) release(u);  // values come with the next gather
+  }
+  int64_t optimizer_steps() const override { return steps_; }
+  void set_optimizer_steps(int64_t steps) override { steps_ = steps; }
+
+ private:
+  at::Device device() const { return params_.empty() ? at::Device(at::kCPU) : params_[0].device(); }
+
+  void wait_for(Communicator::Pending& work, const char* what) {
+    try {
+      work.wait();
+    } catch (const std::exception& e) {  // c10d's errors name a socket: say what it means
+      std::string msg = e.what();
+      throw std::runtime_error(fmt::format(
+          "rank {}: fsdp {} failed, a peer died or stopped answering (--dist-timeout {} s): {}", rank(),
+          what, options_.timeout_s, msg.substr(0, msg.find('\n'))));
+    }
+  }
+
+  void start_gather(size_t u) {
+    Unit& unit = units_[u];
+    if (unit.gathered || unit.gathering) return;
+    allocate_storage(unit.full);
+    unit.send = param_dtype_ == at::kFloat ? unit.shard : unit.shard.to(param_dtype_);
+    unit.gathering = comm_->all_gather_flat(unit.full, unit.send);
+  }
+
+  void gather(size_t u) {
+    Unit& unit = units_[u];
+    if (unit.gathered) return;
+    start_gather(u);
+    wait_for(*unit.gathering, "parameter all-gather");
+    unit.gathering.reset();
+    unit.send = at::Tensor();
+    unit.gathered = true;
+  }
+
+  void release(size_t u) {
+    Unit& unit = units_[u];
+    if (unit.gathering) gather(u);  // a prefetch still writing into the buffer
+    if (!unit.gathered) return;
+    free_storage(unit.full);
+    unit.gathered = false;
+  }
+
+  // Runs on the autograd thread right after parameter i's gradient was accumulated.
+  void on_gradient(size_t i) {
+    if (!callback_queued_) {
+      callback_queued_ = true;
+      torch::autograd::Engine::get_default_engine().queue_callback([this] { finalize(); });
+    }
+    const size_t u = unit_of_[i];
+    Unit& unit = units_[u];
+    auto& p = params_[i];
+    if (!unit.grad_full.defined()) {
+      unit.grad_full = torch::zeros({world() * unit.S}, torch::TensorOptions().dtype(at::kFloat).device(device()));
+    }
+    const int64_t n = p.numel();
+    unit.grad_full.narrow(0, unit.offset[slot_of_[i]], n).copy_(p.grad().reshape({n}));
+    p.mutable_grad() = at::Tensor();
+    if (--unit.pending != 0) return;
+    // The unit's backward is done: free its parameters, reduce its gradients.
+    unit.pending = unit.params.size();
+    release(u);
+    if (last_reducing_ >= 0) finish_reduce(size_t(last_reducing_));  // one in flight at a time
+    unit.reduced = torch::empty({unit.S}, unit.grad_full.options());
+    unit.reducing = comm_->reduce_scatter_flat(unit.reduced, unit.grad_full);
+    last_reducing_ = int(u);
+  }
+
+  void finish_reduce(size_t u) {
+    Unit& unit = units_[u];
+    if (!unit.reducing) return;
+    wait_for(*unit.reducing, "gradient reduce-scatter");
+    unit.reducing.reset();
+    unit.grad_shard.add_(unit.reduced, 1.0 / double(world()));
+    unit.reduced = at::Tensor();
+    unit.grad_full = at::Tensor();
+  }
+
+  // Runs once when a backward pass ends.
+  void finalize() {
+    callback_queued_ = false;
+    for (size_t u = 0; u < units_.size(); ++u) {
+      if (units_[u].pending != units_[u].params.size()) {
+        throw std::runtime_error(fmt::format(
+            "fsdp: {} parameter(s) of unit {} got no gradient in this backward pass (unused parameters "
+            "are not supported)", units_[u].pending, u));
+      }
+      finish_reduce(u);
+      release(u);
+    }
+    last_reducing_ = -1;
+    reduced_ = true;
+  }
+
+  std::unique_ptr<Communicator> comm_;
+  StrategyOptions options_;
+  std::vector<std::vector<size_t>> unit_params_;
+  std::vector<at::Tensor> params_;
+  std::vector<size_t> unit_of_, slot_of_;
+  std::vector<Unit> units_;
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  c10::ScalarType param_dtype_ = at::kFloat;
+  bool callback_queued_ = false;
+  bool reduced_ = false;
+  int last_reducing_ = -1;
+  int64_t steps_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_fsdp(std::unique_ptr<Communicator> comm, const StrategyOptions& options) {
+  return std::make_unique<Fsdp>(std::move(comm), options);
+}
+
+}  // namespace hpc::train::dist
