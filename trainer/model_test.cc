@@ -37,6 +37,48 @@ TEST_CASE("parameters carry Hugging Face GPT-2 names", "[model]") {
   CHECK(m->buffers().size() == 1);  // the causal mask, never saved
 }
 
+TEST_CASE("units: the embedding/head group, then one per block, in parameter order", "[model]") {
+  Gpt m(small());
+  std::vector<std::string> names;
+  for (auto& p : m->named_parameters()) names.push_back(p.key());
+  const auto units = m->parameter_units();
+  REQUIRE(units.size() == 3);  // 2 blocks + unit 0
+  std::vector<std::string> unit0;
+  for (size_t i : units[0]) unit0.push_back(names.at(i));
+  CHECK(unit0 == std::vector<std::string>{"wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias"});
+  size_t total = units[0].size();
+  for (size_t l = 1; l < units.size(); ++l) {
+    CHECK(units[l].size() == 12);  // ln_1, c_attn, c_proj, ln_2, c_fc, c_proj: weight + bias each
+    for (size_t i : units[l]) CHECK(names.at(i).rfind("h." + std::to_string(l - 1) + ".", 0) == 0);
+    total += units[l].size();
+  }
+  CHECK(total == names.size());
+}
+
+// Hooks see every unit once per forward pass, in order, and can replace a unit's output.
+TEST_CASE("the forward pass calls the unit hooks in order", "[model]") {
+  struct Recorder : UnitHooks {
+    std::vector<std::string> calls;
+    void before(int u) override { calls.push_back("b" + std::to_string(u)); }
+    at::Tensor after(int u, const at::Tensor& out) override {
+      calls.push_back("a" + std::to_string(u));
+      return out;
+    }
+  } rec;
+  torch::manual_seed(0);
+  Gpt m(small());
+  auto idx = torch::randint(97, {2, 8}, torch::kLong);
+  const auto plain = m->loss(idx, idx);
+  m->set_unit_hooks(&rec);
+  const auto hooked = m->loss(idx, idx);
+  CHECK(rec.calls == std::vector<std::string>{"b0", "b1", "a1", "b2", "a2", "a0"});
+  CHECK(hooked.item<double>() == plain.item<double>());
+  rec.calls.clear();
+  m->logits(idx);
+  CHECK(rec.calls.size() == 6);
+  m->set_unit_hooks(nullptr);
+}
+
 TEST_CASE("initialisation follows GPT-2", "[model]") {
   torch::manual_seed(0);
   GptConfig c{4, 4, 256, 64, 1000};
