@@ -16,7 +16,7 @@
 #                 exit 2, one line, nothing submitted, nothing written
 # KEEP=1 keeps the work directory (/tmp/hpcsweep-*) for a look after a failure.
 set -euo pipefail
-case_name=$1 hpclaunch=$2 hpctrain=$3 strategies=${4:-ddp,zero2}
+case_name=$1 hpclaunch=$2 hpctrain=$3 strategies=${4:-ddp,fsdp}
 [[ -n ${SLURM_CONF:-} && -r $SLURM_CONF ]] || { echo "FAIL: SLURM_CONF is not set to the test cluster's slurm.conf" >&2; exit 1; }
 work=$(mktemp -d /tmp/hpcsweep-XXXXXX)
 name=sw$(basename "$work" | cut -d- -f2 | tr -cd 'a-zA-Z0-9')   # the sweep's name: in every job name
