@@ -144,7 +144,9 @@ case "$case_name" in
     expect_sweep 0 --presets 1n1g,1n2g,2n2g --strategy "$strategies" --max-concurrent 2
     grep -q "$points finished before, 0 still running, 0 to submit" "$work/err" ||
       { cat "$work/err" >&2; fail "the second run does not say it submits nothing"; }
-    grep -q "submitted job" "$work/err" && { cat "$work/err" >&2; fail "the second run submitted a job"; }
+    # The live table: every point COMPLETED from the start, none went through PENDING/RUNNING.
+    grep -qE ": (PENDING|RUNNING)" "$work/err" && { cat "$work/err" >&2; fail "the second run started a point"; }
+    [[ $(grep -c ": COMPLETED, job " "$work/err") -eq $points ]] || { cat "$work/err" >&2; fail "the second run's table"; }
     [[ $(job_count) -eq $before ]] || fail "the second run submitted jobs: $before -> $(job_count)"
     cmp "$out/results.csv" "$work/results.first" || fail "the resumed results.csv differs"
 
