@@ -340,6 +340,23 @@ void DataIterator::skip(int64_t batches) {
   for (int64_t i = 0; i < batches; ++i) advance();
 }
 
+void DataIterator::seek(int64_t shard, int64_t position) {
+  if (shard < 0 || shard >= int64_t(sizes_.size()) || position < 0 ||
+      position >= int64_t(sizes_[size_t(shard)])) {
+    throw UserError(shard >= 0 && shard < int64_t(paths_.size()) ? paths_[size_t(shard)].string() : "--data",
+                    fmt::format("the checkpoint's data position (shard {}, token {}) is not in the {} "
+                                "training shard(s) given",
+                                shard, position, sizes_.size()),
+                    "resume with the same --data");
+  }
+  shard_ = shard;
+  position_ = position;
+  if (position_ + (B_ * T_ * world_ + 1) > int64_t(sizes_[size_t(shard_)])) {
+    shard_ = (shard_ + 1) % int64_t(sizes_.size());
+    position_ = B_ * T_ * rank_;
+  }
+}
+
 void DataIterator::map_current() {
   if (mapped_shard_ == shard_) return;
   current_.reset();

@@ -80,6 +80,11 @@ class DataIterator {
   void reset();
   // Moves as if next() had been called `batches` more times, without reading tokens (resume).
   void skip(int64_t batches);
+  // Resume: the next read starts at token `position` of shard `shard` (a position a checkpoint
+  // recorded; with another world size or micro-batch, rank 0's position + B*T*rank), moving on
+  // to the next shard when the world's next read would pass its end, as next() does. Throws
+  // UserError when the shard or position does not exist in these shards.
+  void seek(int64_t shard, int64_t position);
 
   int64_t batches_read() const { return batches_; }
   int64_t shard() const { return shard_; }

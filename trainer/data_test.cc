@@ -215,6 +215,43 @@ TEST_CASE("skip() lands where next() would", "[data]") {
   }
 }
 
+TEST_CASE("seek() to a saved position lands where next() would; another world continues the tokens", "[data]") {
+  TempDir d;
+  std::vector<fs::path> paths = {d.path / "a_train.npy", d.path / "b_train.npy"};
+  write_bytes(paths[0], npy_bytes(iota_tokens(50, 0)));
+  write_bytes(paths[1], npy_bytes(iota_tokens(70, 500)));
+  // Same world: each rank's own (shard, position) reproduces its next batches.
+  for (int rank = 0; rank < 2; ++rank) {
+    DataIterator a(paths, TokenFormat::kAuto, 1, 8, rank, 2, 1000);
+    std::vector<int64_t> wa, wb;
+    for (int i = 0; i < 5; ++i) a.next(wa);  // across the first shard's end
+    DataIterator b(paths, TokenFormat::kAuto, 1, 8, rank, 2, 1000);
+    b.seek(a.shard(), a.position());
+    for (int i = 0; i < 10; ++i) {
+      a.next(wa);
+      b.next(wb);
+      REQUIRE(wa == wb);
+    }
+  }
+  // World 2 -> 1: rank 0's position is where the world stood; the single rank reads on from there
+  // (its two micro-batches are the two ranks' next batches).
+  DataIterator r0(paths, TokenFormat::kAuto, 1, 8, 0, 2, 1000), r1(paths, TokenFormat::kAuto, 1, 8, 1, 2, 1000);
+  std::vector<int64_t> w0, w1, ws;
+  r0.next(w0);
+  r1.next(w1);
+  DataIterator single(paths, TokenFormat::kAuto, 1, 8, 0, 1, 1000);
+  single.seek(r0.shard(), r0.position());
+  r0.next(w0);
+  r1.next(w1);
+  single.next(ws);
+  CHECK(ws == w0);
+  single.next(ws);
+  CHECK(ws == w1);
+  // A position these shards do not have is refused.
+  CHECK_THROWS_WITH(single.seek(2, 0), Catch::Contains("resume with the same --data"));
+  CHECK_THROWS_WITH(single.seek(0, 50), Catch::Contains("(shard 0, token 50)"));
+}
+
 TEST_CASE("a shard too small for one world step is refused", "[data]") {
   TempDir d;
   write_bytes(d.path / "s.npy", npy_bytes(iota_tokens(16)));

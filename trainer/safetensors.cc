@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error.h"
+#include "sha256.h"
 
 namespace hpc::train {
 namespace fs = std::filesystem;
@@ -129,7 +130,7 @@ void write_file_whole(const fs::path& path, const std::string& content) {
   }
 }
 
-void write_safetensors(const fs::path& path,
+std::string write_safetensors(const fs::path& path,
                        const std::vector<std::pair<std::string, TensorBytes>>& tensors,
                        const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header;
@@ -148,6 +149,7 @@ void write_safetensors(const fs::path& path,
   out += h;
   for (const auto& [name, t] : tensors) out.append(static_cast<const char*>(t.data), t.bytes);
   write_file_whole(path, out);
+  return sha256_hex(out);
 }
 
 }  // namespace hpc::train
