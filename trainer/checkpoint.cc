@@ -1,24 +1,34 @@
 #include "checkpoint.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <map>
 #include <regex>
+#include <sstream>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "dist/strategy.h"
 #include "error.h"
 #include "model.h"
-#include "optim.h"
 #include "safetensors.h"
+#include "sha256.h"
 
 namespace hpc::train {
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr const char* kFormat = "hpctrain-checkpoint-1";
 
 c10::ScalarType scalar_type_of(const std::string& dtype, const std::string& where) {
   if (dtype == "F32") return at::kFloat;
@@ -64,21 +74,6 @@ struct WriteList {
   }
 };
 
-nlohmann::json config_json(const GptConfig& c) {
-  return {{"n_layer", c.n_layer}, {"n_head", c.n_head}, {"n_embd", c.n_embd},
-          {"block_size", c.block_size}, {"vocab_size", c.vocab_size}};
-}
-
-GptConfig config_from_json(const nlohmann::json& j) {
-  GptConfig c;
-  c.n_layer = j.at("n_layer");
-  c.n_head = j.at("n_head");
-  c.n_embd = j.at("n_embd");
-  c.block_size = j.at("block_size");
-  c.vocab_size = j.at("vocab_size");
-  return c;
-}
-
 // Copies `src` (any float dtype, CPU) into the parameter `dst` (any device) without autograd.
 void assign(at::Tensor& dst, const at::Tensor& src) {
   torch::NoGradGuard no_grad;
@@ -98,135 +93,293 @@ fs::path hf_weights_file(const fs::path& path) {
 
 }  // namespace
 
-fs::path save_checkpoint(const fs::path& dir, const CheckpointInfo& info, GptImpl& model,
-                         AdamW& optimizer, int keep) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) {
-    throw UserError(dir.string(), fmt::format("cannot create checkpoint directory: {}", ec.message()),
-                    "check --checkpoint-dir");
-  }
-  WriteList w;
-  auto named = model.named_parameters();
-  const auto& params = optimizer.params();
-  TORCH_CHECK(named.size() == params.size(), "optimizer and model disagree on parameters");
-  for (size_t i = 0; i < named.size(); ++i) {
-    const std::string& name = named[i].key();
-    w.add("model." + name, named[i].value());
-    w.add("adam.m." + name, optimizer.exp_avg()[i]);
-    w.add("adam.v." + name, optimizer.exp_avg_sq()[i]);
-  }
-  {
-    at::Generator gen = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    w.add("rng.cpu", gen.get_state());
-  }
-  std::map<std::string, std::string> meta = {
-      {"format", kFormat},
-      {"next_step", std::to_string(info.next_step)},
-      {"optimizer_steps", std::to_string(optimizer.steps())},
-      {"data_batches", std::to_string(info.data_batches)},
-      {"config", config_json(info.config).dump()},
-      {"micro_batch", std::to_string(info.micro_batch)},
-      {"seq_len", std::to_string(info.seq_len)},
-      {"total_batch_tokens", std::to_string(info.total_batch_tokens)},
-      {"world", std::to_string(info.world)},
-      {"seed", std::to_string(info.seed)},
-  };
-  const fs::path file = dir / fmt::format("ckpt_{:08d}.safetensors", info.next_step);
-  write_safetensors(file, w.entries, meta);
-
-  // Keep the newest `keep` checkpoints.
-  std::vector<fs::path> all;
-  static const std::regex r(R"(ckpt_\d{8}\.safetensors)");
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (std::regex_match(e.path().filename().string(), r)) all.push_back(e.path());
-  }
-  std::sort(all.begin(), all.end());
-  for (size_t i = 0; keep > 0 && i + size_t(keep) < all.size(); ++i) fs::remove(all[i], ec);
-  return file;
-}
-
-std::optional<fs::path> latest_checkpoint(const fs::path& dir) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return std::nullopt;
-  std::optional<fs::path> best;
-  static const std::regex r(R"(ckpt_\d{8}\.safetensors)");
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (!std::regex_match(e.path().filename().string(), r)) continue;
-    if (!best || e.path().filename() > best->filename()) best = e.path();
-  }
-  return best;
+std::vector<ParamShape> param_layout(GptImpl& model) {
+  std::vector<ParamShape> out;
+  for (auto& item : model.named_parameters()) out.push_back({item.key(), item.value().sizes().vec()});
+  return out;
 }
 
 namespace {
 
-CheckpointInfo info_from_metadata(const fs::path& file) {
-  // The metadata is in the JSON header; read it without mapping the tensors' bytes twice.
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw UserError(file.string(), "cannot open checkpoint", "check --resume");
-  unsigned char len[8] = {};
-  in.read(reinterpret_cast<char*>(len), 8);
-  uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = n << 8 | len[i];
-  std::string header(n, '\0');
-  in.read(header.data(), std::streamsize(n));
-  if (!in) throw UserError(file.string(), "truncated checkpoint header", "");
-  try {
-    auto meta = nlohmann::json::parse(header).at("__metadata__");
-    if (meta.value("format", "") != kFormat) {
-      throw UserError(file.string(), "not an hpctrain checkpoint", "");
+// A file mapped read-only (checksums of shard files without reading them into memory).
+class MappedFile {
+ public:
+  explicit MappedFile(const fs::path& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw std::runtime_error(std::strerror(errno));
+    struct stat st {};
+    ::fstat(fd, &st);
+    bytes_ = size_t(st.st_size);
+    if (bytes_ > 0) {
+      map_ = ::mmap(nullptr, bytes_, PROT_READ, MAP_SHARED, fd, 0);
+      if (map_ == MAP_FAILED) {
+        map_ = nullptr;
+        ::close(fd);
+        throw std::runtime_error("cannot map the file");
+      }
     }
-    auto num = [&](const char* k) { return std::stoll(meta.at(k).get<std::string>()); };
-    CheckpointInfo info;
-    info.next_step = num("next_step");
-    info.optimizer_steps = num("optimizer_steps");
-    info.data_batches = num("data_batches");
-    info.config = config_from_json(nlohmann::json::parse(meta.at("config").get<std::string>()));
-    info.micro_batch = num("micro_batch");
-    info.seq_len = num("seq_len");
-    info.total_batch_tokens = num("total_batch_tokens");
-    info.world = int(num("world"));
-    info.seed = std::stoull(meta.at("seed").get<std::string>());
-    return info;
-  } catch (const nlohmann::json::exception& e) {
-    throw UserError(file.string(), fmt::format("bad checkpoint metadata: {}", e.what()), "");
+    ::close(fd);
   }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile() {
+    if (map_) ::munmap(map_, bytes_);
+  }
+  std::string_view view() const {
+    return map_ ? std::string_view(static_cast<const char*>(map_), bytes_) : std::string_view();
+  }
+
+ private:
+  void* map_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw UserError(file.string(), "cannot read", "");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Makes the directory's entries (a rename) durable.
+void sync_directory(const fs::path& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+std::string sidecar_name(int rank) { return fmt::format("rank{:05d}.json", rank); }
+
+// What is wrong with a shard file, or "" when it is whole.
+std::string check_shard_file(const fs::path& file, const ShardFile& f) {
+  std::error_code ec;
+  if (!fs::exists(file, ec)) return "missing";
+  const auto size = fs::file_size(file, ec);
+  if (ec) return fmt::format("cannot read its size: {}", ec.message());
+  if (size != f.bytes) {
+    return fmt::format("{} bytes, the manifest says {} ({})", size, f.bytes,
+                       size < f.bytes ? "truncated" : "appended to");
+  }
+  try {
+    MappedFile m(file);
+    const std::string sum = sha256_hex(m.view());
+    if (sum != f.sha256) return fmt::format("SHA-256 {} does not match the manifest's {}", sum, f.sha256);
+  } catch (const std::exception& e) {
+    return fmt::format("cannot read: {}", e.what());
+  }
+  return "";
+}
+
+void warn(const std::string& line) {
+  std::fputs(("hpctrain: warning: " + line + "\n").c_str(), stderr);
+  std::fflush(stderr);
+}
+
+void prune_checkpoints(const fs::path& dir, int keep) {
+  std::error_code ec;
+  // Leftovers of interrupted saves (only rank 0 of a job writing here renames into DIR).
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    for (const char* suffix : {".tmp", ".old"}) {
+      const std::string sfx = suffix;
+      if (name.size() > sfx.size() && name.compare(name.size() - sfx.size(), sfx.size(), sfx) == 0 &&
+          checkpoint_step(name.substr(0, name.size() - sfx.size()))) {
+        fs::remove_all(e.path(), ec);
+      }
+    }
+  }
+  if (keep <= 0) return;
+  const auto all = list_checkpoints(dir);  // newest first
+  for (size_t i = size_t(keep); i < all.size(); ++i) fs::remove_all(all[i], ec);
 }
 
 }  // namespace
 
-CheckpointInfo read_checkpoint_info(const fs::path& file) { return info_from_metadata(file); }
+fs::path save_checkpoint(const fs::path& dir, Manifest info, const std::vector<dist::StatePiece>& pieces,
+                         const DataPosition& data, dist::Strategy& strategy, int keep) {
+  const int rank = strategy.rank(), world = strategy.world();
+  const std::string name = checkpoint_dir_name(info.next_step);
+  const fs::path final_dir = dir / name;
+  const fs::path tmp = dir / (name + ".tmp");
+  std::error_code ec;
+  if (rank == 0) {
+    fs::create_directories(dir, ec);
+    if (ec) {
+      throw UserError(dir.string(), fmt::format("cannot create checkpoint directory: {}", ec.message()),
+                      "check --checkpoint-dir");
+    }
+    fs::remove_all(tmp, ec);
+    fs::create_directory(tmp, ec);
+    if (ec) throw UserError(tmp.string(), fmt::format("cannot create: {}", ec.message()), "check --checkpoint-dir");
+  }
+  strategy.barrier();
 
-void load_checkpoint(const fs::path& file, GptImpl& model, AdamW& optimizer) {
-  const CheckpointInfo info = info_from_metadata(file);
-  auto st = SafetensorsFile::open(file);
-  const auto& t = st.tensors();
-  const std::string where = file.string();
-  auto get = [&](const std::string& key, const at::Tensor& like) {
-    auto it = t.find(key);
-    if (it == t.end()) throw UserError(where, fmt::format("missing tensor '{}'", key), "");
-    auto v = view_of(it->second, where);
-    if (v.sizes() != like.sizes()) {
-      throw UserError(where, fmt::format("tensor '{}' has shape {} but the model needs {}", key,
-                                         fmt::join(v.sizes(), "x"), fmt::join(like.sizes(), "x")),
-                      "resume with the same model flags");
+  // This rank's file and its description.
+  ShardFile mine;
+  mine.name = shard_file_name(rank);
+  mine.rank = rank;
+  mine.data = data;
+  WriteList w;
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    const auto& p = pieces[k];
+    if (!p.exp_avg.defined() || !p.exp_avg_sq.defined()) {
+      throw std::logic_error("save_checkpoint: a piece without optimiser moments");
+    }
+    mine.pieces.push_back({p.param, p.offset, p.length});
+    w.add(fmt::format("value.{}", k), p.value);
+    w.add(fmt::format("exp_avg.{}", k), p.exp_avg);
+    w.add(fmt::format("exp_avg_sq.{}", k), p.exp_avg_sq);
+  }
+  if (rank == 0) {
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    w.add("rng.cpu", gen.get_state());
+  }
+  mine.sha256 = write_safetensors(tmp / mine.name, w.entries, {{"format", "hpctrain-shard"}});
+  mine.bytes = fs::file_size(tmp / mine.name);
+  w = WriteList();  // the CPU copies of the state are not needed any more
+  write_file_whole(tmp / sidecar_name(rank), shard_file_to_json(mine));
+  strategy.barrier();
+
+  if (rank == 0) {
+    info.world = world;
+    info.rng_file = shard_file_name(0);
+    info.rng_tensor = "rng.cpu";
+    info.files.clear();
+    for (int r = 0; r < world; ++r) {
+      const fs::path side = tmp / sidecar_name(r);
+      info.files.push_back(parse_shard_file(read_text(side), side.string()));
+    }
+    check_coverage(info, (tmp / "manifest.json").string());  // the strategy's pieces are complete
+    write_file_whole(tmp / "manifest.json", manifest_to_json(info));
+    for (int r = 0; r < world; ++r) fs::remove(tmp / sidecar_name(r), ec);
+    sync_directory(tmp);
+    // A checkpoint of the same step (a damaged one that a resume fell back from) is replaced.
+    const fs::path old = dir / (name + ".old");
+    if (fs::exists(final_dir, ec)) {
+      fs::remove_all(old, ec);
+      fs::rename(final_dir, old, ec);
+      if (ec) throw UserError(final_dir.string(), fmt::format("cannot replace: {}", ec.message()), "");
+    }
+    fs::rename(tmp, final_dir, ec);
+    if (ec) throw UserError(final_dir.string(), fmt::format("cannot rename {} to it: {}", tmp.string(), ec.message()), "");
+    sync_directory(dir);
+    fs::remove_all(old, ec);
+    prune_checkpoints(dir, keep);
+  }
+  strategy.barrier();  // no rank goes on (or exits) before the checkpoint is whole
+  return final_dir;
+}
+
+std::vector<fs::path> list_checkpoints(const fs::path& dir) {
+  std::vector<std::pair<int64_t, fs::path>> found;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return {};
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const auto step = checkpoint_step(e.path().filename().string());
+    if (step && fs::exists(e.path() / "manifest.json", ec)) found.emplace_back(*step, e.path());
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<fs::path> out;
+  for (auto& [step, path] : found) out.push_back(path);
+  return out;
+}
+
+std::vector<fs::path> checkpoints_at(const fs::path& path) {
+  std::error_code ec;
+  if (fs::exists(path / "manifest.json", ec)) return {path};
+  return list_checkpoints(path);
+}
+
+Manifest read_manifest(const fs::path& checkpoint_dir) {
+  const fs::path file = checkpoint_dir / "manifest.json";
+  return parse_manifest(read_text(file), file.string());
+}
+
+std::optional<Checkpoint> select_checkpoint(const std::vector<fs::path>& candidates,
+                                            dist::Strategy& strategy) {
+  const int rank = strategy.rank(), world = strategy.world();
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    const fs::path& dir = candidates[c];
+    const std::string then = c + 1 < candidates.size()
+                                 ? fmt::format("trying the previous one, {}", candidates[c + 1].filename().string())
+                                 : "no older checkpoint to fall back to";
+    Checkpoint cp{dir, {}};
+    std::string problem;
+    try {
+      cp.manifest = read_manifest(dir);
+    } catch (const UserError& e) {
+      problem = e.what();
+    }
+    if (strategy.any_rank(!problem.empty())) {
+      if (rank == 0) warn(fmt::format("{}; skipping checkpoint {}, {}", problem.empty() ? dir.string() : problem, dir.string(), then));
+      continue;
+    }
+    bool bad = false;
+    const auto& files = cp.manifest.files;
+    for (size_t i = size_t(rank); i < files.size(); i += size_t(world)) {
+      const fs::path file = dir / files[i].name;
+      const std::string what = check_shard_file(file, files[i]);
+      if (what.empty()) continue;
+      warn(fmt::format("{}: {}; skipping checkpoint {}, {}", file.string(), what, dir.string(), then));
+      bad = true;
+    }
+    if (strategy.any_rank(bad)) continue;
+    return cp;
+  }
+  return std::nullopt;
+}
+
+void load_pieces(const Checkpoint& cp, const std::vector<dist::StatePiece>& pieces) {
+  torch::NoGradGuard no_grad;
+  const Manifest& m = cp.manifest;
+  const std::string where = (cp.dir / "manifest.json").string();
+  std::map<size_t, SafetensorsFile> open;
+  auto file = [&](size_t f) -> SafetensorsFile& {
+    auto it = open.find(f);
+    if (it == open.end()) it = open.emplace(f, SafetensorsFile::open(cp.dir / m.files[f].name)).first;
+    return it->second;
+  };
+  auto tensor = [&](size_t f, const std::string& key, int64_t length) {
+    const auto& st = file(f);
+    const std::string fwhere = st.path().string();
+    auto it = st.tensors().find(key);
+    if (it == st.tensors().end()) throw UserError(fwhere, fmt::format("missing tensor '{}'", key), "the checkpoint is damaged; use another one");
+    at::Tensor v = view_of(it->second, fwhere).view({-1});
+    if (v.numel() != length) {
+      throw UserError(fwhere, fmt::format("tensor '{}' has {} elements, the manifest says {}", key, v.numel(), length),
+                      "the checkpoint is damaged; use another one");
     }
     return v;
   };
-  auto named = model.named_parameters();
-  for (size_t i = 0; i < named.size(); ++i) {
-    const std::string& name = named[i].key();
-    assign(named[i].value(), get("model." + name, named[i].value()));
-    assign(optimizer.exp_avg()[i], get("adam.m." + name, optimizer.exp_avg()[i]));
-    assign(optimizer.exp_avg_sq()[i], get("adam.v." + name, optimizer.exp_avg_sq()[i]));
+  for (const auto& p : pieces) {
+    if (p.param >= m.params.size()) throw std::logic_error("load_pieces: a piece of an unknown parameter");
+    for (const auto& o : overlaps(m, {p.param, p.offset, p.length}, where)) {
+      const int64_t saved = m.files[o.file].pieces[o.piece].length;
+      auto copy = [&](const at::Tensor& dst, const char* what) {
+        if (!dst.defined()) return;
+        at::Tensor src = tensor(o.file, fmt::format("{}.{}", what, o.piece), saved).narrow(0, o.src_offset, o.length);
+        dst.narrow(0, o.dst_offset, o.length).copy_(src);
+      };
+      copy(p.value, "value");
+      copy(p.exp_avg, "exp_avg");
+      copy(p.exp_avg_sq, "exp_avg_sq");
+    }
   }
-  optimizer.set_steps(info.optimizer_steps);
-  auto it = t.find("rng.cpu");
-  if (it != t.end()) {
+  if (!m.rng_file.empty()) {
+    size_t f = 0;
+    while (f < m.files.size() && m.files[f].name != m.rng_file) ++f;
+    if (f == m.files.size()) throw UserError(where, fmt::format("rng.file '{}' is not one of its files", m.rng_file), "");
+    const auto& st = file(f);
+    auto it = st.tensors().find(m.rng_tensor);
+    if (it == st.tensors().end()) {
+      throw UserError(st.path().string(), fmt::format("missing tensor '{}'", m.rng_tensor), "the checkpoint is damaged; use another one");
+    }
     at::Generator gen = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(view_of(it->second, where).clone());
+    gen.set_state(view_of(it->second, st.path().string()).clone());
   }
 }
 

@@ -1,49 +1,68 @@
-// Saving and restoring state: the trainer's own checkpoints (for --resume) and Hugging Face GPT-2
-// weights (model.safetensors + config.json, for --init-from and `hpctrain export`).
+// Saving and restoring state: the trainer's own sharded checkpoints (for --resume and
+// `hpctrain export`) and Hugging Face GPT-2 weights (model.safetensors + config.json, for
+// --init-from and `hpctrain export`).
 //
-// A checkpoint is one safetensors file, DIR/ckpt_00001234.safetensors, written to a temp file
-// and renamed. It holds every parameter ("model.<name>"), the AdamW moments ("adam.m.<name>",
-// "adam.v.<name>"), the CPU generator's state ("rng.cpu") and, in the metadata, the step to run
-// next, the optimiser's step count, the batches each rank has read, and the shapes that must
-// match on resume (model config, micro-batch, sequence length, total batch, world size).
+// A checkpoint is a directory DIR/step_00001234 (checkpoint_manifest.h has the layout): every rank
+// writes its pieces of the state (parameters and AdamW moments, dist::StatePiece) to its own
+// safetensors file, rank 0 writes manifest.json, all of it into DIR/step_00001234.tmp, renamed
+// whole once every rank's file is there. Loading fills any ranks' pieces from whichever files
+// hold them, so the world size and the strategy may change between save and resume.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "checkpoint_manifest.h"
 #include "config.h"
 
 namespace hpc::train {
 
 class GptImpl;
-class AdamW;
+namespace dist {
+class Strategy;
+struct StatePiece;
+}  // namespace dist
 
-struct CheckpointInfo {
-  int64_t next_step = 0;      // the first step the resumed run executes
-  int64_t optimizer_steps = 0;
-  int64_t data_batches = 0;   // DataIterator::batches_read() of every rank
-  GptConfig config;
-  int64_t micro_batch = 0, seq_len = 0, total_batch_tokens = 0;
-  int world = 1;
-  uint64_t seed = 0;
+// The model's parameters as a checkpoint records them (registration order).
+std::vector<ParamShape> param_layout(GptImpl& model);
+
+// Collective: every rank calls it with its own pieces (Strategy::pieces_to_save() or
+// dist::replicated_pieces) and data position. `info` has everything but the files; the world
+// size and the files are filled here. Writes DIR/step_<info.next_step> (replacing one of that
+// name), then removes all but the newest `keep` checkpoints in DIR (keep <= 0: none). Returns the
+// checkpoint's directory.
+std::filesystem::path save_checkpoint(const std::filesystem::path& dir, Manifest info,
+                                      const std::vector<dist::StatePiece>& pieces,
+                                      const DataPosition& data, dist::Strategy& strategy, int keep);
+
+// The checkpoints in DIR (step_<digits> directories holding a manifest.json), newest first.
+std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& dir);
+// What --resume PATH / export --from PATH names: a checkpoint directory (itself only) or a
+// directory of checkpoints (all of them, newest first). Empty when it names none.
+std::vector<std::filesystem::path> checkpoints_at(const std::filesystem::path& path);
+
+// Reads and checks DIR/manifest.json; throws UserError naming the file.
+Manifest read_manifest(const std::filesystem::path& checkpoint_dir);
+
+struct Checkpoint {
+  std::filesystem::path dir;
+  Manifest manifest;
 };
 
-// Writes DIR/ckpt_<next_step>.safetensors atomically and removes all but the newest `keep`
-// checkpoints in DIR. Returns the path written.
-std::filesystem::path save_checkpoint(const std::filesystem::path& dir, const CheckpointInfo& info,
-                                      GptImpl& model, AdamW& optimizer, int keep);
+// Collective: the first of `candidates` (newest first) whose manifest reads and whose files are
+// all present and whole (size and SHA-256; the files are shared out over the ranks, each checked
+// by one), every rank agreeing on the choice. For each one skipped, one warning line on stderr
+// names the bad file and what is wrong with it. Nothing when none is usable.
+std::optional<Checkpoint> select_checkpoint(const std::vector<std::filesystem::path>& candidates,
+                                            dist::Strategy& strategy);
 
-// The newest DIR/ckpt_*.safetensors, if any.
-std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& dir);
-
-// Reads only the metadata of a checkpoint (to check it against the flags before loading).
-CheckpointInfo read_checkpoint_info(const std::filesystem::path& file);
-
-// Loads parameters, optimiser state and the RNG state. Throws UserError when names or shapes
-// do not match the model.
-void load_checkpoint(const std::filesystem::path& file, GptImpl& model, AdamW& optimizer);
+// Fills the pieces (their values, and their moments where they have them) from the files of the
+// checkpoint that overlap them, and restores the CPU generator's state. Throws UserError when a
+// file lacks what its manifest promises.
+void load_pieces(const Checkpoint& checkpoint, const std::vector<dist::StatePiece>& pieces);
 
 // Hugging Face GPT-2: `path` is a directory holding model.safetensors and config.json, or the
 // .safetensors file itself with config.json beside it.

@@ -99,10 +99,11 @@ int main(int argc, char** argv) {
   train->add_option("--checkpoint-dir", t.checkpoint_dir, "where checkpoints go")->capture_default_str();
   train->add_option("--checkpoint-every", t.checkpoint_every, "checkpoint every N steps (0: never)")->capture_default_str();
   train->add_flag("--checkpoint-at-end", t.checkpoint_at_end, "also checkpoint after the last step");
-  train->add_option("--keep-checkpoints", t.keep_checkpoints, "keep the newest N checkpoints")->capture_default_str();
+  train->add_option("--keep-checkpoints", t.keep_checkpoints, "keep the newest N checkpoints (0: all)")->capture_default_str();
   train->add_option("--resume", t.resume,
-                    "auto (newest in --checkpoint-dir, if any) or a checkpoint file; a requeued "
-                    "Slurm job (SLURM_RESTART_COUNT >= 1) resumes as with auto");
+                    "auto (newest whole one in --checkpoint-dir, if any), a checkpoint "
+                    "(DIR/step_NNNNNNNN) or a directory of them; a requeued Slurm job "
+                    "(SLURM_RESTART_COUNT >= 1) resumes as with auto");
   train->add_option("--dump-grads", t.dump_grads, "write the first step's gradients to this .safetensors");
   train->add_option("--peak-tflops", t.peak_tflops, "device peak for MFU (default: known GPUs)");
   train->add_option("--strategy", t.strategy,
@@ -126,7 +127,7 @@ int main(int argc, char** argv) {
   ShapeFlags x_shape;
   auto* exp = app.add_subcommand("export", "write HF GPT-2 weights (model.safetensors + config.json)");
   exp->add_option("--to", x.to, "output directory")->required();
-  exp->add_option("--from", x.from, "hpctrain checkpoint (file or directory) or HF weights; default: a fresh init");
+  exp->add_option("--from", x.from, "hpctrain checkpoint (DIR/step_NNNNNNNN, or the newest whole one in a directory of them) or HF weights; default: a fresh init");
   add_model_flags(exp, x.model, x_shape);
   exp->add_option("--seed", x.seed, "seed of the fresh initialisation")->capture_default_str();
   add_runtime_flags(exp, x.runtime);

@@ -245,6 +245,25 @@ void check_seq_len(int64_t T, const GptConfig& c) {
   }
 }
 
+// A checkpoint for another model or batch shape is refused (the world size, the micro-batch and
+// so the accumulation may change: the steps see the same sequences).
+void check_resumable(const Manifest& m, const fs::path& dir, const GptConfig& config, int64_t T,
+                     int64_t total_batch_tokens) {
+  const std::string where = (dir / "manifest.json").string();
+  if (!(m.config == config)) {
+    throw UserError(where, fmt::format("checkpoint is for model {}, the flags say {}", describe(m.config),
+                                       describe(config)),
+                    "resume with the same model flags");
+  }
+  if (m.seq_len != T || m.total_batch_tokens != total_batch_tokens) {
+    throw UserError(where,
+                    fmt::format("checkpoint has seq-len {} and total batch {} tokens; this run has {} and {}",
+                                m.seq_len, m.total_batch_tokens, T, total_batch_tokens),
+                    "resume with the same --seq-len and --total-batch-tokens (the world size and "
+                    "--micro-batch may change)");
+  }
+}
+
 void print0(int rank, const std::string& line) {
   if (rank != 0) return;
   std::fputs(line.c_str(), stdout);
@@ -263,12 +282,6 @@ int run_train(const TrainOptions& o) {
   if (!dist::known_strategy(o.strategy)) {
     throw UserError("--strategy", fmt::format("unknown strategy '{}'", o.strategy),
                     "use none, ddp, zero1, zero2 or fsdp");
-  }
-  const bool sharded = dist::shards_optimizer(o.strategy);
-  if (sharded && (o.checkpoint_every > 0 || o.checkpoint_at_end)) {
-    throw UserError("--strategy", fmt::format("{} cannot write checkpoints yet (its optimiser state is "
-                                              "sharded)", o.strategy),
-                    "drop --checkpoint-every/--checkpoint-at-end or use --strategy ddp");
   }
   if ((o.strategy == "zero2" || o.strategy == "fsdp") && !o.dump_grads.empty()) {
     throw UserError("--dump-grads", fmt::format("{} keeps only a shard of the gradients", o.strategy),
@@ -304,39 +317,29 @@ int run_train(const TrainOptions& o) {
   }
   LrSchedule schedule{o.max_lr, o.min_lr_ratio, o.warmup_steps, o.decay_steps.value_or(o.max_steps)};
 
-  // Resume: check the checkpoint against the flags before anything is built.
-  std::optional<fs::path> resume_file;
+  // Resume: which checkpoints (newest first); the newest readable one is checked against the
+  // flags before anything is built. Which one is used is decided once the ranks can agree
+  // (select_checkpoint: a damaged one is skipped for the previous one).
+  std::vector<fs::path> resume_from;
   const std::string resume = resume_mode(o.resume);
   if (resume == "auto") {
-    resume_file = latest_checkpoint(o.checkpoint_dir);
+    resume_from = list_checkpoints(o.checkpoint_dir);
   } else if (!resume.empty()) {
-    resume_file = resume;
-    if (fs::is_directory(*resume_file)) resume_file = latest_checkpoint(*resume_file);
-    if (!resume_file) throw UserError("--resume", fmt::format("no checkpoint in {}", resume), "");
+    resume_from = checkpoints_at(resume);
+    if (resume_from.empty()) {
+      throw UserError("--resume", fmt::format("no checkpoint at {}", resume),
+                      "give a checkpoint (DIR/step_NNNNNNNN) or a directory of them, or auto");
+    }
   }
-  CheckpointInfo resume_info;
-  if (resume_file) {
-    resume_info = read_checkpoint_info(*resume_file);
-    const std::string where = resume_file->string();
-    if (sharded) {
-      throw UserError(where, fmt::format("{} cannot resume from a checkpoint yet", o.strategy),
-                      "resume with --strategy ddp");
+  for (const auto& c : resume_from) {
+    std::optional<Manifest> m;
+    try {
+      m = read_manifest(c);
+    } catch (const UserError&) {
+      continue;  // damaged: select_checkpoint reports it and falls back
     }
-    if (!(resume_info.config == config)) {
-      throw UserError(where, fmt::format("checkpoint is for model {}, the flags say {}",
-                                         describe(resume_info.config), describe(config)),
-                      "resume with the same model flags");
-    }
-    if (resume_info.micro_batch != B || resume_info.seq_len != T ||
-        resume_info.total_batch_tokens != o.total_batch_tokens || resume_info.world != rdv.world) {
-      throw UserError(where,
-                      fmt::format("checkpoint has micro-batch {}, seq-len {}, total batch {}, world "
-                                  "{}; this run has {}, {}, {}, {}",
-                                  resume_info.micro_batch, resume_info.seq_len,
-                                  resume_info.total_batch_tokens, resume_info.world, B, T,
-                                  o.total_batch_tokens, rdv.world),
-                      "resume with the same batch flags and number of ranks");
-    }
+    check_resumable(*m, c, config, T, o.total_batch_tokens);
+    break;
   }
 
   set_threads(o.runtime);
@@ -367,6 +370,8 @@ int run_train(const TrainOptions& o) {
   model->set_head_chunk_rows(head_chunk_rows(o.runtime, device));
   if (autocast) model->set_head_matmul_dtype(at::kBFloat16);
   auto params = parameters_of(*model);
+  // What checkpoints record and check (before attach: fsdp frees the parameters' storage).
+  const std::vector<ParamShape> layout = param_layout(*model);
   strategy->set_units(model->parameter_units());
   strategy->attach(params);
   if (UnitHooks* hooks = strategy->unit_hooks()) model->set_unit_hooks(hooks);  // fsdp
@@ -375,15 +380,39 @@ int run_train(const TrainOptions& o) {
   if (!strategy->shards_optimizer()) optimizer.emplace(params, so.adamw);
 
   int64_t first_step = 0;
-  if (resume_file) {
-    load_checkpoint(*resume_file, *model, *optimizer);
-    first_step = resume_info.next_step;
-    train_data.skip(resume_info.data_batches);
-    print0(rank, fmt::format("resumed from {} at step {}", resume_file->string(), first_step));
+  if (!resume_from.empty()) {
+    const auto cp = select_checkpoint(resume_from, *strategy);
+    if (!cp) {
+      throw UserError(resume == "auto" ? o.checkpoint_dir : resume,
+                      fmt::format("none of the {} checkpoint(s) is whole (see the warnings above)",
+                                  resume_from.size()),
+                      "resume from another copy, or start afresh without --resume");
+    }
+    const Manifest& m = cp->manifest;
+    check_resumable(m, cp->dir, config, T, o.total_batch_tokens);
+    if (m.params != layout) {
+      throw UserError((cp->dir / "manifest.json").string(),
+                      "its parameter names or shapes are not the model's", "resume with the same model flags");
+    }
+    load_pieces(*cp, optimizer ? dist::replicated_pieces(params, *optimizer, rank, rdv.world, false)
+                               : strategy->pieces_to_load());
+    if (optimizer) optimizer->set_steps(m.optimizer_steps);
+    else strategy->set_optimizer_steps(m.optimizer_steps);
+    strategy->after_load();
+    first_step = m.next_step;
+    // The data: each rank where it stood, or, with another world size or micro-batch, where
+    // the world stood (rank 0's position) plus this rank's offset.
+    if (m.world == rdv.world && m.micro_batch == B) {
+      train_data.seek(m.files[size_t(rank)].data.shard, m.files[size_t(rank)].data.position);
+    } else {
+      train_data.seek(m.files[0].data.shard, m.files[0].data.position + B * T * rank);
+    }
+    print0(rank, fmt::format("resumed from {} at step {} (saved by {} rank(s) with {})", cp->dir.string(),
+                             first_step, m.world, m.strategy));
   }
 
   MetricsLog metrics;
-  if (rank == 0 && !o.metrics.empty()) metrics = MetricsLog(o.metrics, /*append=*/bool(resume_file));
+  if (rank == 0 && !o.metrics.empty()) metrics = MetricsLog(o.metrics, /*append=*/!resume_from.empty());
   const double flops_per_token = training_flops_per_token(config, T);
   const double peak = peak_flops(device, o.peak_tflops);
   print0(rank, fmt::format("hpctrain: model {} ({:.2f}M parameters) | B {} T {} accumulation {} "
@@ -466,27 +495,28 @@ int run_train(const TrainOptions& o) {
     // --- checkpoint: after the update, so it resumes at step + 1 ---
     const bool periodic = o.checkpoint_every > 0 && (step + 1) % o.checkpoint_every == 0;
     const bool stop = strategy->any_rank(g_stop_requested != 0);  // all ranks agree
-    if ((periodic || (last && o.checkpoint_at_end) || stop) && rank == 0) {
-      CheckpointInfo info;
+    if (periodic || (last && o.checkpoint_at_end) || stop) {  // every rank writes its pieces
+      Manifest info;
       info.next_step = step + 1;
-      info.data_batches = train_data.batches_read();
+      info.optimizer_steps = optimizer ? optimizer->steps() : strategy->optimizer_steps();
+      info.strategy = strategy->name();
       info.config = config;
       info.micro_batch = B;
       info.seq_len = T;
       info.total_batch_tokens = o.total_batch_tokens;
-      info.world = rdv.world;
       info.seed = o.seed;
-      if (optimizer) {
-        auto file = save_checkpoint(o.checkpoint_dir, info, *model, *optimizer, o.keep_checkpoints);
-        print0(rank, fmt::format("step {:5d} | checkpoint {}", step, file.string()));
-      }
+      info.tokens_consumed = (step + 1) * o.total_batch_tokens;
+      info.params = layout;
+      auto dir = save_checkpoint(o.checkpoint_dir, info,
+                                 optimizer ? dist::replicated_pieces(params, *optimizer, rank, rdv.world, true)
+                                           : strategy->pieces_to_save(),
+                                 DataPosition{train_data.shard(), train_data.position()}, *strategy,
+                                 o.keep_checkpoints);
+      print0(rank, fmt::format("step {:5d} | checkpoint {}", step, dir.string()));
     }
     if (stop) {
-      strategy->barrier();  // no rank leaves before the checkpoint is whole
-      print0(rank, optimizer ? fmt::format("step {:5d} | SIGUSR1: stopping; resume with --resume auto "
-                                           "(automatic in a requeued Slurm job)", step)
-                             : fmt::format("step {:5d} | SIGUSR1: stopping without a checkpoint "
-                                           "({} does not write them yet)", step, strategy->name()));
+      print0(rank, fmt::format("step {:5d} | SIGUSR1: stopping; resume with --resume auto "
+                               "(automatic in a requeued Slurm job)", step));
       return 0;
     }
   }
@@ -530,27 +560,47 @@ int run_eval(const EvalOptions& o) {
 int run_export(const ExportOptions& o) {
   if (o.to.empty()) throw UserError("--to", "is required", "name the directory to write");
   set_threads(o.runtime);
-  std::optional<fs::path> ckpt;
+  std::optional<Checkpoint> cp;
   ModelOptions mo = o.model;
   if (!o.from.empty()) {
     fs::path from = o.from;
     if (fs::is_directory(from) && fs::exists(from / "config.json")) {
       mo.init_from = from.string();  // HF weights: a round trip
     } else {
-      ckpt = fs::is_directory(from) ? latest_checkpoint(from) : std::optional<fs::path>(from);
-      if (!ckpt) throw UserError("--from", fmt::format("no checkpoint in {}", o.from), "");
+      const auto candidates = checkpoints_at(from);
+      if (candidates.empty()) {
+        throw UserError("--from", fmt::format("no checkpoint at {}", o.from),
+                        "give a checkpoint (DIR/step_NNNNNNNN), a directory of them, or HF weights");
+      }
+      dist::SingleProcess single;
+      cp = select_checkpoint(candidates, single);
+      if (!cp) {
+        throw UserError("--from", fmt::format("none of the {} checkpoint(s) at {} is whole (see the "
+                                              "warnings above)", candidates.size(), o.from), "");
+      }
     }
   }
-  GptConfig config = ckpt ? read_checkpoint_info(*ckpt).config : mo.resolve();
+  GptConfig config = cp ? cp->manifest.config : mo.resolve();
   torch::manual_seed(o.seed);
   Gpt model(config);
   if (!mo.init_from.empty()) load_hf_weights(mo.init_from, *model);
-  if (ckpt) {
-    AdamW scratch(parameters_of(*model), AdamWOptions{});
-    load_checkpoint(*ckpt, *model, scratch);
+  if (cp) {
+    if (cp->manifest.params != param_layout(*model)) {
+      throw UserError((cp->dir / "manifest.json").string(), "its parameter names or shapes are not GPT-2's",
+                      "export a checkpoint written by hpctrain train");
+    }
+    // Every parameter whole, from whichever ranks' files hold it; no optimiser state.
+    std::vector<dist::StatePiece> pieces;
+    auto params = parameters_of(*model);
+    for (size_t i = 0; i < params.size(); ++i) {
+      pieces.push_back({i, 0, params[i].numel(), params[i].detach().view({-1}), {}, {}});
+    }
+    load_pieces(*cp, pieces);
   }
   export_hf(o.to, *model);
-  fmt::print("exported {} to {}\n", describe(config), o.to);
+  fmt::print("exported {}{} to {}\n", describe(config),
+             cp ? fmt::format(" (step {}, saved by {} rank(s))", cp->manifest.next_step, cp->manifest.world) : "",
+             o.to);
   return 0;
 }
 

@@ -51,5 +51,5 @@ wait_for_step "$WORK/d0.log" 3 "${pids[0]}" || fail "DDP run did not reach step 
 kill -USR1 "${pids[1]}"
 for r in 0 1; do wait "${pids[$r]}" || fail "rank $r failed after SIGUSR1: $(tail -n 2 "$WORK/d$r.log")"; done
 grep -q "SIGUSR1: stopping" "$WORK/d0.log" || fail "rank 0 did not stop: $(tail -n 2 "$WORK/d0.log")"
-ls "$WORK/ddp"/ckpt_*.safetensors >/dev/null || fail "no DDP checkpoint"
+ls "$WORK/ddp"/step_*/rank00001.safetensors >/dev/null || fail "no DDP checkpoint with both ranks' files"
 echo "signal: DDP ranks stopped together at $(grep -o 'checkpoint .*' "$WORK/d0.log" | tail -n 1)"

@@ -112,6 +112,26 @@ class Ddp final : public Strategy {
     }
   }
 
+  // Checkpoints. zero1/zero2: this rank's shard; ddp: pieces come from replicated_pieces().
+  std::vector<StatePiece> pieces_to_save() override { return sharded_state().pieces(); }
+  std::vector<StatePiece> pieces_to_load() override { return sharded_state().pieces(); }
+  void after_load() override {
+    if (!sharded_) return;
+    try {
+      sharded_->all_gather_parameters();
+    } catch (const std::exception& e) {
+      std::string msg = e.what();
+      throw std::runtime_error(fmt::format(
+          "rank {}: the all-gather after loading a checkpoint failed, a peer died or stopped "
+          "answering (--dist-timeout {} s): {}", rank(), options_.timeout_s,
+          msg.substr(0, msg.find('\n'))));
+    }
+  }
+  int64_t optimizer_steps() const override { return sharded_ ? sharded_->steps() : 0; }
+  void set_optimizer_steps(int64_t steps) override {
+    if (sharded_) sharded_->set_steps(steps);
+  }
+
   HeldBytes held_bytes() const override {
     HeldBytes h;
     for (const auto& b : buckets_) {
@@ -136,6 +156,11 @@ class Ddp final : public Strategy {
           "rank {}: {} failed, a peer died or stopped answering (--dist-timeout {} s): {}", rank(),
           what, options_.timeout_s, msg));
     }
+  }
+
+  ShardedAdamW& sharded_state() {
+    if (!sharded_) throw std::logic_error("ddp: pieces of a strategy that does not shard the optimiser");
+    return *sharded_;
   }
 
   at::TensorOptions flat_options() const { return params_.at(0).options().requires_grad(false); }

@@ -125,7 +125,18 @@ double ShardedAdamW::clip_and_step(double max_norm, double lr) {
   return total;
 }
 
+std::vector<StatePiece> ShardedAdamW::pieces() {
+  std::vector<StatePiece> out;
+  for (const auto& s : shards_.of_rank[size_t(comm_.rank())]) {
+    out.push_back({s.param, s.param_offset, s.length,
+                   piece(params_[s.param].detach(), s.param_offset, s.length),
+                   m_.narrow(0, s.shard_offset, s.length), v_.narrow(0, s.shard_offset, s.length)});
+  }
+  return out;
+}
+
 void ShardedAdamW::all_gather_parameters() {
+  torch::NoGradGuard no_grad;
   const int world = comm_.world(), rank = comm_.rank();
   const auto o = params_[0].options().requires_grad(false);
   auto send = torch::zeros({shards_.shard_numel}, o);  // [S], padding zero

@@ -15,6 +15,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "dist/communicator.h"
+#include "dist/strategy.h"
 #include "optim.h"
 
 namespace hpc::train::dist {
@@ -54,9 +55,16 @@ class ShardedAdamW {
   int64_t state_bytes() const;     // the moments: 2 S elements
   int64_t gradient_bytes() const;  // the gradient shard, when used
 
+  // Checkpoints: this rank's segments as pieces (views of the parameters and of the shard's
+  // moments), to save and to load; after loading them, all_gather_parameters() gives every rank
+  // the whole parameters again.
+  std::vector<StatePiece> pieces();
+  void all_gather_parameters();
+  int64_t steps() const { return steps_; }
+  void set_steps(int64_t steps) { steps_ = steps; }
+
  private:
   at::Tensor gradient_piece(const ShardSegment& s);
-  void all_gather_parameters();
 
   std::vector<at::Tensor> params_;
   AdamWOptions opt_;

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Resharding (issue 5): a checkpoint written by 4 ranks resumes on 2 ranks and on 1, and the next
+# 4 steps' losses equal those of an uninterrupted 4-rank run to 1e-5; a checkpoint written by one
+# rank resumes on 4 and on 2 ("and back"). The total batch stays 256 tokens (2 x 32 x 4 ranks):
+# accumulation 1 at W=4, 2 at W=2, 4 at W=1, so every step sees the same sequences.
+#   W=4 zero2 (and fsdp, once hpctrain has it) -> step 6 -> W=2 zero2, W=1 none (steps 6..9)
+#   W=1 none writes step 8 -> W=4 zero1, W=2 ddp (steps 8..9)
+source "$(dirname "$0")/lib.sh"
+make_corpus "$WORK/data"
+port=$((20000 + RANDOM % 20000))
+common=(--data "$WORK/data/corpus_train.txt" --model tiny --micro-batch 2 --seq-len 32
+        --total-batch-tokens 256 --warmup-steps 3 --decay-steps 10 --max-lr 3e-3 --grad-clip 0.5
+        --eval-every 0 --seed 11 --threads 1 --dist-timeout 60)
+
+train() {  # TAG STRATEGY WORLD [args]: metrics in $WORK/TAG.jsonl, logs in $WORK/TAG_RANK.log
+  local tag=$1 strategy=$2 world=$3 pids=() r
+  shift 3
+  port=$((port + 1))
+  for ((r = 0; r < world; r++)); do
+    RANK=$r WORLD_SIZE=$world LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+      "$HPCTRAIN" train "${common[@]}" --strategy "$strategy" --metrics "$WORK/$tag.jsonl" "$@" \
+      >"$WORK/${tag}_$r.log" 2>&1 &
+    pids+=($!)
+  done
+  for r in "${pids[@]}"; do
+    wait "$r" || fail "$tag ($strategy, W=$world) failed: $(cat "$WORK/$tag"_*.log)"
+  done
+}
+
+# The losses of GOT (a resumed run's metrics) against those of steps FIRST.. of the full run.
+same_losses() {  # GOT FIRST WHAT
+  paste <(losses "$WORK/full.jsonl" | tail -n +$(($2 + 1))) <(losses "$1") |
+    awk -v what="$3" -v want=$((10 - $2)) '
+      { n++; d = $1 - $2; if (d < 0) d = -d; r = d / $1; if (r > worst) worst = r }
+      END { printf "reshard: %s: %d steps, worst relative loss difference %.2e\n", what, n, worst;
+            exit !(n == want && worst <= 1e-5) }' ||
+    fail "$3: losses differ from the uninterrupted W=4 run: $(paste <(losses "$WORK/full.jsonl" | tail -n +$(($2 + 1))) <(losses "$1"))"
+}
+
+resumed_at() {  # TAG STEP WORLD_SAVED
+  grep -q "resumed from .*step_0*$2 at step $2 (saved by $3 rank(s)" "$WORK/${1}_0.log" ||
+    fail "$1 did not resume at step $2: $(head -n 3 "$WORK/${1}_0.log")"
+}
+
+w4=(zero2)
+if "$HPCTRAIN" train --help | grep -q fsdp; then w4+=(fsdp); fi
+
+train full zero2 4 --max-steps 10
+for s in "${w4[@]}"; do
+  ck="$WORK/ck_$s"
+  train "save_$s" "$s" 4 --max-steps 6 --checkpoint-at-end --checkpoint-dir "$ck"
+  for r in 0 1 2 3; do
+    [[ -s "$ck/step_00000006/rank0000$r.safetensors" ]] || fail "$s: no file of rank $r: $(ls -R "$ck")"
+  done
+  grep -q '"world": 4' "$ck/step_00000006/manifest.json" || fail "$s: manifest does not say world 4"
+
+  train "w2_$s" zero2 2 --max-steps 10 --resume "$ck/step_00000006"
+  resumed_at "w2_$s" 6 4
+  grep -q "accumulation 2 world 2" "$WORK/w2_${s}_0.log" || fail "W=2 did not accumulate 2 micro-steps"
+  same_losses "$WORK/w2_$s.jsonl" 6 "W=4 $s -> W=2 zero2"
+
+  train "w1_$s" none 1 --max-steps 10 --resume "$ck/step_00000006" --checkpoint-every 8 \
+    --checkpoint-dir "$WORK/back_$s"
+  resumed_at "w1_$s" 6 4
+  same_losses "$WORK/w1_$s.jsonl" 6 "W=4 $s -> W=1 none"
+done
+
+# And back: the single rank's checkpoint of step 8 on 4 and on 2 ranks.
+[[ -s "$WORK/back_zero2/step_00000008/rank00000.safetensors" &&
+   ! -e "$WORK/back_zero2/step_00000008/rank00001.safetensors" ]] || fail "W=1 checkpoint: $(ls -R "$WORK/back_zero2")"
+train back4 zero1 4 --max-steps 10 --resume "$WORK/back_zero2"
+resumed_at back4 8 1
+same_losses "$WORK/back4.jsonl" 8 "W=1 none -> W=4 zero1"
+train back2 ddp 2 --max-steps 10 --resume "$WORK/back_zero2"
+resumed_at back2 8 1
+same_losses "$WORK/back2.jsonl" 8 "W=1 none -> W=2 ddp"
