@@ -1,6 +1,5 @@
-// The checkpoint pieces of the replicated strategies (none, ddp): see strategy.h.
-#include <torch/torch.h>
-
+// The checkpoint pieces of the replicated strategies (none, ddp): see strategy.h. Views of the
+// live tensors only: ATen's Tensor methods suffice (no <torch/torch.h>).
 #include "dist/strategy.h"
 #include "dist/zero.h"
 
