@@ -197,7 +197,7 @@ void prune_checkpoints(const fs::path& dir, int keep) {
 
 }  // namespace
 
-fs::path save_checkpoint(const fs::path& dir, Manifest info, const std::vector<dist::StatePiece>& pieces,
+SavedCheckpoint save_checkpoint(const fs::path& dir, Manifest info, const std::vector<dist::StatePiece>& pieces,
                          const DataPosition& data, dist::Strategy& strategy, int keep) {
   const int rank = strategy.rank(), world = strategy.world();
   const std::string name = checkpoint_dir_name(info.next_step);
@@ -270,7 +270,9 @@ fs::path save_checkpoint(const fs::path& dir, Manifest info, const std::vector<d
     prune_checkpoints(dir, keep);
   }
   strategy.barrier();  // no rank goes on (or exits) before the checkpoint is whole
-  return final_dir;
+  SavedCheckpoint out{final_dir, 0};
+  for (const auto& f : info.files) out.bytes += f.bytes;
+  return out;
 }
 
 std::vector<fs::path> list_checkpoints(const fs::path& dir) {

@@ -33,8 +33,12 @@ std::vector<ParamShape> param_layout(GptImpl& model);
 // dist::replicated_pieces) and data position. `info` has everything but the files; the world
 // size and the files are filled here. Writes DIR/step_<info.next_step> (replacing one of that
 // name), then removes all but the newest `keep` checkpoints in DIR (keep <= 0: none). Returns the
-// checkpoint's directory.
-std::filesystem::path save_checkpoint(const std::filesystem::path& dir, Manifest info,
+// checkpoint's directory and (on rank 0) the bytes of all its files.
+struct SavedCheckpoint {
+  std::filesystem::path dir;
+  uint64_t bytes = 0;
+};
+SavedCheckpoint save_checkpoint(const std::filesystem::path& dir, Manifest info,
                                       const std::vector<dist::StatePiece>& pieces,
                                       const DataPosition& data, dist::Strategy& strategy, int keep);
 

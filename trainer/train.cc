@@ -381,6 +381,7 @@ int run_train(const TrainOptions& o) {
 
   int64_t first_step = 0;
   if (!resume_from.empty()) {
+    const auto r0 = Clock::now();
     const auto cp = select_checkpoint(resume_from, *strategy);
     if (!cp) {
       throw UserError(resume == "auto" ? o.checkpoint_dir : resume,
@@ -407,8 +408,9 @@ int run_train(const TrainOptions& o) {
     } else {
       train_data.seek(m.files[0].data.shard, m.files[0].data.position + B * T * rank);
     }
-    print0(rank, fmt::format("resumed from {} at step {} (saved by {} rank(s) with {})", cp->dir.string(),
-                             first_step, m.world, m.strategy));
+    print0(rank, fmt::format("resumed from {} at step {} (saved by {} rank(s) with {}; verified and "
+                             "loaded in {:.2f} s)", cp->dir.string(), first_step, m.world, m.strategy,
+                             std::chrono::duration<double>(Clock::now() - r0).count()));
   }
 
   MetricsLog metrics;
@@ -507,12 +509,15 @@ int run_train(const TrainOptions& o) {
       info.seed = o.seed;
       info.tokens_consumed = (step + 1) * o.total_batch_tokens;
       info.params = layout;
-      auto dir = save_checkpoint(o.checkpoint_dir, info,
-                                 optimizer ? dist::replicated_pieces(params, *optimizer, rank, rdv.world, true)
-                                           : strategy->pieces_to_save(),
-                                 DataPosition{train_data.shard(), train_data.position()}, *strategy,
-                                 o.keep_checkpoints);
-      print0(rank, fmt::format("step {:5d} | checkpoint {}", step, dir.string()));
+      const auto c0 = Clock::now();
+      const auto saved = save_checkpoint(o.checkpoint_dir, info,
+                                         optimizer ? dist::replicated_pieces(params, *optimizer, rank, rdv.world, true)
+                                                   : strategy->pieces_to_save(),
+                                         DataPosition{train_data.shard(), train_data.position()}, *strategy,
+                                         o.keep_checkpoints);
+      print0(rank, fmt::format("step {:5d} | checkpoint {} ({:.1f} MB in {} files, {:.2f} s)", step,
+                               saved.dir.string(), double(saved.bytes) / 1e6, rdv.world,
+                               std::chrono::duration<double>(Clock::now() - c0).count()));
     }
     if (stop) {
       print0(rank, fmt::format("step {:5d} | SIGUSR1: stopping; resume with --resume auto "
