@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sharded checkpoints of the strategies that shard the optimiser, on 2 local ranks:
-#  1. zero1 and zero2: 6 steps == 3 + resume + 3, losses bit for bit, and the step-6 checkpoints
+#  1. zero1, zero2, fsdp: 6 steps == 3 + resume + 3, losses bit for bit, and the step-6 checkpoints
 #     of both (manifest and every rank's file) byte for byte;
 #  2. a truncated shard of the newest checkpoint: one warning line naming the file, the resume
 #     falls back to the previous checkpoint and its losses equal the uninterrupted run's bit for
@@ -29,11 +29,13 @@ train() {  # TAG STRATEGY WORLD [args]: metrics in $WORK/TAG.jsonl, logs in $WOR
   done
 }
 
-# 1. Bit-exact resume under zero1 and zero2.
-for s in zero1 zero2; do
-  train "full_$s" $s 2 --max-steps 9 --checkpoint-every 3 --keep-checkpoints 0 --checkpoint-dir "$WORK/full_$s"
-  train "a_$s" $s 2 --max-steps 3 --checkpoint-every 3 --checkpoint-dir "$WORK/split_$s"
-  train "b_$s" $s 2 --max-steps 6 --checkpoint-every 3 --checkpoint-dir "$WORK/split_$s" --resume auto
+# 1. Bit-exact resume under zero1 and zero2 (and fsdp, when hpctrain has it).
+sharded=(zero1 zero2)
+if "$HPCTRAIN" train --help | grep -q fsdp; then sharded+=(fsdp); fi
+for s in "${sharded[@]}"; do
+  train "full_$s" "$s" 2 --max-steps 9 --checkpoint-every 3 --keep-checkpoints 0 --checkpoint-dir "$WORK/full_$s"
+  train "a_$s" "$s" 2 --max-steps 3 --checkpoint-every 3 --checkpoint-dir "$WORK/split_$s"
+  train "b_$s" "$s" 2 --max-steps 6 --checkpoint-every 3 --checkpoint-dir "$WORK/split_$s" --resume auto
   grep -q "resumed from .*step_00000003 at step 3" "$WORK/b_${s}_0.log" || fail "$s did not resume: $(head -n 3 "$WORK/b_${s}_0.log")"
   cat "$WORK/a_$s.jsonl" "$WORK/b_$s.jsonl" >"$WORK/split_$s.jsonl"
   [[ $(losses "$WORK/split_$s.jsonl" | wc -l) -eq 6 ]] || fail "$s: $(losses "$WORK/split_$s.jsonl" | wc -l) losses, not 6"
@@ -60,8 +62,12 @@ diff <(losses "$WORK/full_zero2.jsonl" | tail -n +4) <(losses "$WORK/fallback.js
   fail "the fallback resume's losses differ from the uninterrupted run's steps 3..8"
 echo "checkpoint: truncated shard -> $(grep -h warning: "$WORK"/fallback_*.log | cut -c1-140)..."
 
-# No whole checkpoint left: status 2 on every rank, the warnings, one error line.
+# No whole checkpoint left (step 3: one file missing, one with a changed byte, same size):
+# status 2 on every rank, the warnings, one error line.
 rm "$ck/step_00000003/rank00000.safetensors"
+changed="$ck/step_00000003/rank00001.safetensors"
+byte=$(od -An -tu1 -j4000 -N1 "$changed" | tr -d ' ')
+printf '%b' "\\x$(printf %02x $(((byte + 1) % 256)))" | dd of="$changed" bs=1 seek=4000 conv=notrunc status=none
 port=$((port + 1))
 pids=()
 for r in 0 1; do
@@ -79,6 +85,8 @@ for r in 0 1; do
   [[ $(grep -vc "warning:" "$WORK/none_$r.err") -eq 1 ]] || fail "rank $r: more than one error line: $(cat "$WORK/none_$r.err")"
 done
 grep -qh "step_00000003/rank00000.safetensors: missing" "$WORK"/none_*.err || fail "the missing file is not named"
+grep -qh "step_00000003/rank00001.safetensors: SHA-256 [0-9a-f]* does not match" "$WORK"/none_*.err ||
+  fail "the changed file is not named: $(cat "$WORK"/none_*.err)"
 echo "checkpoint: no whole checkpoint -> status 2: $(grep -vh warning: "$WORK/none_0.err")"
 
 # 3. Export of the zero2 checkpoint of step 6 (written by 2 ranks, each half the parameters).

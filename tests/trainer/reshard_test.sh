@@ -3,8 +3,9 @@
 # 4 steps' losses equal those of an uninterrupted 4-rank run to 1e-5; a checkpoint written by one
 # rank resumes on 4 and on 2 ("and back"). The total batch stays 256 tokens (2 x 32 x 4 ranks):
 # accumulation 1 at W=4, 2 at W=2, 4 at W=1, so every step sees the same sequences.
-#   W=4 zero2 (and fsdp, once hpctrain has it) -> step 6 -> W=2 zero2, W=1 none (steps 6..9)
-#   W=1 none writes step 8 -> W=4 zero1, W=2 ddp (steps 8..9)
+#   W=4 zero2 -> step 6 -> W=2 zero2, W=1 none (steps 6..9)
+#   W=4 fsdp  -> step 6 -> W=2 fsdp,  W=1 ddp  (steps 6..9; when hpctrain has fsdp)
+#   W=1 none writes step 8 -> W=4 zero1, W=2 ddp, W=4 fsdp (steps 8..9)
 source "$(dirname "$0")/lib.sh"
 make_corpus "$WORK/data"
 port=$((20000 + RANDOM % 20000))
@@ -54,15 +55,18 @@ for s in "${w4[@]}"; do
   done
   grep -q '"world": 4' "$ck/step_00000006/manifest.json" || fail "$s: manifest does not say world 4"
 
-  train "w2_$s" zero2 2 --max-steps 10 --resume "$ck/step_00000006"
+  train "w2_$s" "$s" 2 --max-steps 10 --resume "$ck/step_00000006"
   resumed_at "w2_$s" 6 4
   grep -q "accumulation 2 world 2" "$WORK/w2_${s}_0.log" || fail "W=2 did not accumulate 2 micro-steps"
-  same_losses "$WORK/w2_$s.jsonl" 6 "W=4 $s -> W=2 zero2"
+  same_losses "$WORK/w2_$s.jsonl" 6 "W=4 $s -> W=2 $s"
 
-  train "w1_$s" none 1 --max-steps 10 --resume "$ck/step_00000006" --checkpoint-every 8 \
+  one=none
+  [[ $s == fsdp ]] && one=ddp
+  train "w1_$s" "$one" 1 --max-steps 10 --resume "$ck/step_00000006" --checkpoint-every 8 \
     --checkpoint-dir "$WORK/back_$s"
   resumed_at "w1_$s" 6 4
-  same_losses "$WORK/w1_$s.jsonl" 6 "W=4 $s -> W=1 none"
+  grep -q "accumulation 4 world 1" "$WORK/w1_${s}_0.log" || fail "W=1 did not accumulate 4 micro-steps"
+  same_losses "$WORK/w1_$s.jsonl" 6 "W=4 $s -> W=1 $one"
 done
 
 # And back: the single rank's checkpoint of step 8 on 4 and on 2 ranks.
@@ -74,3 +78,8 @@ same_losses "$WORK/back4.jsonl" 8 "W=1 none -> W=4 zero1"
 train back2 ddp 2 --max-steps 10 --resume "$WORK/back_zero2"
 resumed_at back2 8 1
 same_losses "$WORK/back2.jsonl" 8 "W=1 none -> W=2 ddp"
+if [[ ${#w4[@]} -gt 1 ]]; then
+  train back4f fsdp 4 --max-steps 10 --resume "$WORK/back_zero2"
+  resumed_at back4f 8 1
+  same_losses "$WORK/back4f.jsonl" 8 "W=1 none -> W=4 fsdp"
+fi
