@@ -295,6 +295,16 @@ std::vector<fs::path> checkpoints_at(const fs::path& path) {
   return list_checkpoints(path);
 }
 
+bool has_single_file_checkpoints(const fs::path& dir) {
+  static const std::regex r(R"(ckpt_\d{8}\.safetensors)");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return false;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (std::regex_match(e.path().filename().string(), r)) return true;
+  }
+  return false;
+}
+
 Manifest read_manifest(const fs::path& checkpoint_dir) {
   const fs::path file = checkpoint_dir / "manifest.json";
   return parse_manifest(read_text(file), file.string());

@@ -48,6 +48,10 @@ std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path&
 // directory of checkpoints (all of them, newest first). Empty when it names none.
 std::vector<std::filesystem::path> checkpoints_at(const std::filesystem::path& path);
 
+// Whether DIR holds checkpoints of the earlier single-file format (ckpt_<step>.safetensors),
+// which are not read (a resume says so instead of starting afresh in silence).
+bool has_single_file_checkpoints(const std::filesystem::path& dir);
+
 // Reads and checks DIR/manifest.json; throws UserError naming the file.
 Manifest read_manifest(const std::filesystem::path& checkpoint_dir);
 

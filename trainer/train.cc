@@ -324,6 +324,11 @@ int run_train(const TrainOptions& o) {
   const std::string resume = resume_mode(o.resume);
   if (resume == "auto") {
     resume_from = list_checkpoints(o.checkpoint_dir);
+    if (resume_from.empty() && has_single_file_checkpoints(o.checkpoint_dir) && rdv.rank == 0) {
+      std::fputs(fmt::format("hpctrain: warning: {} holds only checkpoints of the earlier single-file "
+                             "format (ckpt_*.safetensors), which this hpctrain does not read; "
+                             "starting from step 0\n", o.checkpoint_dir).c_str(), stderr);
+    }
   } else if (!resume.empty()) {
     resume_from = checkpoints_at(resume);
     if (resume_from.empty()) {

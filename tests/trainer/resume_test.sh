@@ -34,4 +34,10 @@ rc=0
   --micro-batch 2 --n-layer 3 2>"$WORK/err" >/dev/null || rc=$?
 [[ $rc -eq 2 && $(wc -l <"$WORK/err") -eq 1 ]] && grep -q "checkpoint is for model L2" "$WORK/err" ||
   fail "resume with another model not refused: status $rc: $(cat "$WORK/err")"
+# Only checkpoints of the earlier single-file format: said so, then a fresh start.
+mkdir -p "$WORK/old" && : >"$WORK/old/ckpt_00000005.safetensors"
+"$HPCTRAIN" train "${common[@]}" --micro-batch 2 --max-steps 1 --resume auto --checkpoint-dir "$WORK/old" \
+  --metrics "$WORK/old.jsonl" >"$WORK/old.log" 2>"$WORK/old.err" || fail "old-format directory: $(cat "$WORK/old.err")"
+grep -q "earlier single-file format" "$WORK/old.err" && ! grep -q "resumed" "$WORK/old.log" ||
+  fail "old-format checkpoints not reported: $(cat "$WORK/old.err")"
 echo "resume: 10 steps == 5 + resume + 5 ($(losses "$WORK/full.jsonl" | wc -l) losses, checkpoints identical)"
