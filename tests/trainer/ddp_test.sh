@@ -65,21 +65,7 @@ grep -q "world 2 (ddp)" "$WORK/slurm0.log" || fail "no DDP under Slurm variables
 echo "slurm variables: 2 ranks met at localhost:$port"
 
 # A peer that dies mid-run: the survivor must fail within the timeout, not hang.
-port=$((port + 1))
-long=("${common[@]}" --max-steps 100000 --dist-timeout 10 --strategy ddp)
-launch 0 2 "$port" "${long[@]}" >"$WORK/d0.log" 2>&1
-pid0=$!
-launch 1 2 "$port" "${long[@]}" >"$WORK/d1.log" 2>&1
-pid1=$!
-for _ in $(seq 100); do grep -q "^step     3 " "$WORK/d0.log" && break; sleep 0.2; done
-kill -9 $pid1
-wait $pid1 2>/dev/null || true
-start=$SECONDS
-rc=0
-timeout 60 tail --pid=$pid0 -f /dev/null || { kill -9 $pid0; fail "rank 0 hung after its peer died"; }
-wait $pid0 || rc=$?
-[[ $rc -ne 0 ]] || fail "rank 0 exited 0 after its peer died"
-echo "dead peer: rank 0 exited with status $rc after $((SECONDS - start)) s: $(tail -n1 "$WORK/d0.log")"
+dead_peer_check ddp --strategy ddp
 
 # A peer that stops answering (SIGSTOP): the survivor's collective times out after --dist-timeout.
 port=$((port + 1))

@@ -17,30 +17,14 @@ common=(--data "$WORK/data/corpus_train.txt" --model tiny --n-embd 66 --block-si
         --val-data "$WORK/data/corpus_val.txt" --eval-every 10 --val-batches 2 --sample-every 10
         --sample-tokens 16)
 
-run() {  # STRATEGY WORLD: metrics in $WORK/STRATEGY_WORLD.jsonl
-  local strategy=$1 world=$2 pids=() r
-  port=$((port + 1))
-  for ((r = 0; r < world; r++)); do
-    RANK=$r WORLD_SIZE=$world LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-      "$HPCTRAIN" train "${common[@]}" --strategy "$strategy" \
-      --metrics "$WORK/${strategy}_$world.jsonl" >"$WORK/${strategy}_${world}_$r.log" 2>&1 &
-    pids+=($!)
-  done
-  for r in "${pids[@]}"; do
-    wait "$r" || fail "$strategy at W=$world failed: $(cat "$WORK/${strategy}_${world}"_*.log)"
-  done
-  grep -q "world $world ($strategy)" "$WORK/${strategy}_${world}_0.log" ||
-    fail "rank 0 did not run $strategy: $(head -n1 "$WORK/${strategy}_${world}_0.log")"
-}
-field() { grep -o "\"$2\":[^,}]*" "$1" | cut -d: -f2; }  # FILE NAME: one value per line
 steps() { grep -v '"val_loss"' "$1"; }
 held() { local last; last=$(steps "$1" | tail -n1)
          echo $(field <(echo "$last") param_bytes) $(field <(echo "$last") grad_bytes) \
               $(field <(echo "$last") optimizer_bytes); }
 
 for world in 2 4; do
-  run ddp $world
-  run fsdp $world
+  run_strategy ddp $world
+  run_strategy fsdp $world
   clipped=$(field <(steps "$WORK/ddp_$world.jsonl") grad_norm | awk '$1 > 0.5 { n++ } END { print n + 0 }')
   [[ $clipped -ge 10 ]] || fail "clipping was active in only $clipped of 20 steps"
   paste <(field <(steps "$WORK/ddp_$world.jsonl") loss) <(field <(steps "$WORK/fsdp_$world.jsonl") loss) |
@@ -80,19 +64,5 @@ RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((port + 1)) "$HPCTRAIN" 
 echo "fsdp --dump-grads: refused with one line"
 
 # A peer that dies mid-run: the survivor fails within the timeout instead of hanging.
-port=$((port + 2))
-long=("${common[@]}" --max-steps 100000 --dist-timeout 10 --strategy fsdp --eval-every 0 --sample-every 0)
-RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$HPCTRAIN" train "${long[@]}" >"$WORK/d0.log" 2>&1 &
-pid0=$!
-RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$HPCTRAIN" train "${long[@]}" >"$WORK/d1.log" 2>&1 &
-pid1=$!
-for _ in $(seq 150); do grep -q "^step     3 " "$WORK/d0.log" && break; sleep 0.2; done
-kill -9 $pid1
-wait $pid1 2>/dev/null || true
-start=$SECONDS
-rc=0
-timeout 60 tail --pid=$pid0 -f /dev/null || { kill -9 $pid0; fail "fsdp: rank 0 hung after its peer died"; }
-wait $pid0 || rc=$?
-[[ $rc -ne 0 ]] || fail "fsdp: rank 0 exited 0 after its peer died"
+dead_peer_check fsdp --strategy fsdp --eval-every 0 --sample-every 0
 grep -q "fsdp .* failed, a peer died" "$WORK/d0.log" || fail "fsdp: no clear message: $(tail -n2 "$WORK/d0.log")"
-echo "dead peer: fsdp rank 0 exited with status $rc after $((SECONDS - start)) s: $(tail -n1 "$WORK/d0.log")"

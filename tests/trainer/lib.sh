@@ -21,3 +21,46 @@ make_corpus() {  # DIR
 
 # The "loss" values of a metrics file, one per line, as written (17 significant digits).
 losses() { grep -o '"loss":[^,]*' "$1" | cut -d: -f2; }
+
+# STRATEGY WORLD: WORLD local ranks of `hpctrain train "${common[@]}" --strategy STRATEGY` on the
+# next port after $port; metrics in $WORK/STRATEGY_WORLD.jsonl, logs in $WORK/STRATEGY_WORLD_R.log.
+run_strategy() {
+  local strategy=$1 world=$2 pids=() r
+  port=$((port + 1))
+  for ((r = 0; r < world; r++)); do
+    RANK=$r WORLD_SIZE=$world LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+      "$HPCTRAIN" train "${common[@]}" --strategy "$strategy" \
+      --metrics "$WORK/${strategy}_$world.jsonl" >"$WORK/${strategy}_${world}_$r.log" 2>&1 &
+    pids+=($!)
+  done
+  for r in "${pids[@]}"; do
+    wait "$r" || fail "$strategy at W=$world failed: $(cat "$WORK/${strategy}_${world}"_*.log)"
+  done
+  grep -q "world $world ($strategy)" "$WORK/${strategy}_${world}_0.log" ||
+    fail "rank 0 did not run $strategy: $(head -n1 "$WORK/${strategy}_${world}_0.log")"
+}
+
+# FILE NAME: the values of a numeric field of a metrics file, one per line.
+field() { grep -o "\"$2\":[^,}]*" "$1" | cut -d: -f2; }
+
+# WHAT ARGS...: two local ranks of `hpctrain train "${common[@]}" ARGS` (a long run, --dist-timeout
+# 10) on the next port; rank 1 is killed at step 3 and rank 0 must then exit non-zero within 60 s
+# instead of hanging. Rank 0's log stays in $WORK/d0.log.
+dead_peer_check() {
+  local what=$1 pid0 pid1 start rc=0
+  shift
+  port=$((port + 1))
+  local long=("${common[@]}" "$@" --max-steps 100000 --dist-timeout 10)
+  RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$HPCTRAIN" train "${long[@]}" >"$WORK/d0.log" 2>&1 &
+  pid0=$!
+  RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$HPCTRAIN" train "${long[@]}" >"$WORK/d1.log" 2>&1 &
+  pid1=$!
+  for _ in $(seq 150); do grep -q "^step     3 " "$WORK/d0.log" && break; sleep 0.2; done
+  kill -9 "$pid1"
+  wait "$pid1" 2>/dev/null || true
+  start=$SECONDS
+  timeout 60 tail --pid="$pid0" -f /dev/null || { kill -9 "$pid0"; fail "$what: rank 0 hung after its peer died"; }
+  wait "$pid0" || rc=$?
+  [[ $rc -ne 0 ]] || fail "$what: rank 0 exited 0 after its peer died"
+  echo "dead peer: $what rank 0 exited with status $rc after $((SECONDS - start)) s: $(tail -n1 "$WORK/d0.log")"
+}

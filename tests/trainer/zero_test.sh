@@ -14,32 +14,16 @@ common=(--data "$WORK/data/corpus_train.txt" --model tiny --n-embd 66 --block-si
         --micro-batch 2 --seq-len 32 --total-batch-tokens 512 --max-steps 20 --warmup-steps 3
         --max-lr 3e-3 --grad-clip 0.5 --eval-every 0 --seed 3 --threads 1 --dist-timeout 30)
 
-run() {  # STRATEGY WORLD: metrics in $WORK/STRATEGY_WORLD.jsonl
-  local strategy=$1 world=$2 pids=() r
-  port=$((port + 1))
-  for ((r = 0; r < world; r++)); do
-    RANK=$r WORLD_SIZE=$world LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-      "$HPCTRAIN" train "${common[@]}" --strategy "$strategy" \
-      --metrics "$WORK/${strategy}_$world.jsonl" >"$WORK/${strategy}_${world}_$r.log" 2>&1 &
-    pids+=($!)
-  done
-  for r in "${pids[@]}"; do
-    wait "$r" || fail "$strategy at W=$world failed: $(cat "$WORK/${strategy}_${world}"_*.log)"
-  done
-  grep -q "world $world ($strategy)" "$WORK/${strategy}_${world}_0.log" ||
-    fail "rank 0 did not run $strategy: $(head -n1 "$WORK/${strategy}_${world}_0.log")"
-}
-field() { grep -o "\"$2\":[^,}]*" "$1" | cut -d: -f2; }  # FILE NAME: one value per step
 # Parameter, gradient and optimiser bytes held by rank 0 after the last step of a metrics file.
 held() { echo $(field <(tail -n1 "$1") param_bytes) $(field <(tail -n1 "$1") grad_bytes) \
               $(field <(tail -n1 "$1") optimizer_bytes); }
 
 for world in 2 4; do
-  run ddp $world
+  run_strategy ddp $world
   clipped=$(field "$WORK/ddp_$world.jsonl" grad_norm | awk '$1 > 0.5 { n++ } END { print n + 0 }')
   [[ $clipped -ge 10 ]] || fail "clipping was active in only $clipped of 20 steps"
   for strategy in zero1 zero2; do
-    run $strategy $world
+    run_strategy $strategy $world
     paste <(field "$WORK/ddp_$world.jsonl" loss) <(field "$WORK/${strategy}_$world.jsonl" loss) |
       awk -v what="$strategy W=$world" '
         { n++; d = $1 - $2; if (d < 0) d = -d; if (d > worst) worst = d }
@@ -65,18 +49,4 @@ for world in 2 4; do
 done
 
 # A peer that dies mid-run under zero2: the survivor fails within the timeout instead of hanging.
-port=$((port + 2))
-long=("${common[@]}" --max-steps 100000 --dist-timeout 10 --strategy zero2)
-RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$HPCTRAIN" train "${long[@]}" >"$WORK/d0.log" 2>&1 &
-pid0=$!
-RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$HPCTRAIN" train "${long[@]}" >"$WORK/d1.log" 2>&1 &
-pid1=$!
-for _ in $(seq 100); do grep -q "^step     3 " "$WORK/d0.log" && break; sleep 0.2; done
-kill -9 $pid1
-wait $pid1 2>/dev/null || true
-start=$SECONDS
-rc=0
-timeout 60 tail --pid=$pid0 -f /dev/null || { kill -9 $pid0; fail "zero2: rank 0 hung after its peer died"; }
-wait $pid0 || rc=$?
-[[ $rc -ne 0 ]] || fail "zero2: rank 0 exited 0 after its peer died"
-echo "dead peer: zero2 rank 0 exited with status $rc after $((SECONDS - start)) s: $(tail -n1 "$WORK/d0.log")"
+dead_peer_check zero2 --strategy zero2
