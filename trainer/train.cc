@@ -50,10 +50,13 @@ namespace {
 
 // ----------------------------------------------------------------------------- runtime set-up
 
-// SIGUSR1 (forwarded by the batch script before the time limit): finish the step, checkpoint,
-// exit 0; the requeued job resumes from that checkpoint.
+// SIGUSR1 (forwarded by the batch script before the time limit) or SIGTERM (Slurm's preemption,
+// scancel, the time limit; KillWait seconds before SIGKILL): finish the step, checkpoint, exit
+// kExitStoppedForRequeue; the requeued job resumes from that checkpoint. Holds the signal.
 volatile std::sig_atomic_t g_stop_requested = 0;
-extern "C" void request_stop(int) { g_stop_requested = 1; }
+extern "C" void request_stop(int sig) { g_stop_requested = sig; }
+
+const char* stop_signal_name(int sig) { return sig == SIGTERM ? "SIGTERM" : "SIGUSR1"; }
 
 // A requeued Slurm job (SLURM_RESTART_COUNT >= 1) resumes by itself unless --resume says otherwise.
 std::string resume_mode(const std::string& flag) {
@@ -277,7 +280,8 @@ void print0(int rank, const std::string& line) {
 
 int run_train(const TrainOptions& o) {
   using Clock = std::chrono::steady_clock;
-  std::signal(SIGUSR1, request_stop);  // early: USR1's default action would end the process
+  std::signal(SIGUSR1, request_stop);  // early: USR1's and TERM's default actions end the process
+  std::signal(SIGTERM, request_stop);
   // --- who we are, what we train, on what ---
   if (!dist::known_strategy(o.strategy)) {
     throw UserError("--strategy", fmt::format("unknown strategy '{}'", o.strategy),
@@ -525,9 +529,16 @@ int run_train(const TrainOptions& o) {
                                std::chrono::duration<double>(Clock::now() - c0).count()));
     }
     if (stop) {
-      print0(rank, fmt::format("step {:5d} | SIGUSR1: stopping; resume with --resume auto "
-                               "(automatic in a requeued Slurm job)", step));
-      return 0;
+      strategy->barrier();  // no rank leaves before the checkpoint is whole
+      // A rank that saw no signal itself names the usual one: the batch script forwards USR1.
+      const char* sig = stop_signal_name(g_stop_requested);
+      if (last) {  // the run is complete: nothing to resume
+        print0(rank, fmt::format("step {:5d} | {}: the last step is done; stopping", step, sig));
+        return 0;
+      }
+      print0(rank, fmt::format("step {:5d} | {}: stopping (exit {}); resume with --resume auto "
+                               "(automatic in a requeued Slurm job)", step, sig, kExitStoppedForRequeue));
+      return kExitStoppedForRequeue;
     }
   }
   strategy->barrier();

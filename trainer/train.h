@@ -86,6 +86,11 @@ struct ExportOptions {
   RuntimeOptions runtime;
 };
 
+// run_train's exit status after SIGUSR1 or SIGTERM stopped it early: every rank finished the
+// step and the checkpoint is whole, so a rerun with --resume auto loses nothing (sysexits'
+// EX_TEMPFAIL: try again). hpclaunch's batch script requeues the job when srun returns it.
+inline constexpr int kExitStoppedForRequeue = 75;
+
 // Each returns the process exit status; UserError propagates to main (exit 2).
 int run_train(const TrainOptions& o);
 int run_eval(const EvalOptions& o);

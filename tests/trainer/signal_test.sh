@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# SIGUSR1 (what the batch script forwards before the time limit): hpctrain finishes the step,
-# writes a checkpoint, exits 0; the requeued job (SLURM_RESTART_COUNT=1, no --resume flag)
-# resumes from it, and the losses of stop + resume equal those of an uninterrupted run.
-# Under DDP a signal seen by one rank only stops both at the same step.
+# SIGUSR1 (what the batch script forwards before the time limit) or SIGTERM (Slurm's preemption,
+# scancel, time limit): hpctrain finishes the step, writes a checkpoint, exits 75 (stopped for a
+# requeue); the requeued job (SLURM_RESTART_COUNT=1, no --resume flag) resumes from it, and the
+# losses of stop + resume equal those of an uninterrupted run. Under DDP a signal seen by one
+# rank only stops both at the same step.
 source "$(dirname "$0")/lib.sh"
 make_corpus "$WORK/data"
 common=(--data "$WORK/data/corpus_train.txt" --model tiny --micro-batch 2 --seq-len 32
@@ -28,8 +29,8 @@ wait_for_step "$WORK/a.log" 3 $pid || fail "run did not reach step 3: $(cat "$WO
 kill -USR1 $pid
 rc=0
 wait $pid || rc=$?
-[[ $rc -eq 0 ]] || fail "exit status $rc after SIGUSR1: $(tail -n 3 "$WORK/a.log")"
-grep -q "SIGUSR1: stopping" "$WORK/a.log" || fail "no stop line: $(tail -n 3 "$WORK/a.log")"
+[[ $rc -eq 75 ]] || fail "exit status $rc after SIGUSR1, not 75: $(tail -n 3 "$WORK/a.log")"
+grep -q "SIGUSR1: stopping (exit 75)" "$WORK/a.log" || fail "no stop line: $(tail -n 3 "$WORK/a.log")"
 stopped=$(losses "$WORK/split.jsonl" | wc -l)
 [[ $stopped -lt 40 ]] || fail "the run did not stop early"
 SLURM_RESTART_COUNT=1 "$HPCTRAIN" train "${common[@]}" --metrics "$WORK/split.jsonl" \
@@ -38,6 +39,21 @@ grep -q "resumed from .* at step $stopped" "$WORK/b.log" || fail "requeued run d
 diff <(losses "$WORK/full.jsonl") <(losses "$WORK/split.jsonl") >/dev/null ||
   fail "stop + resume changed the losses"
 echo "signal: stopped after $stopped steps, resumed under SLURM_RESTART_COUNT=1, 40 losses identical"
+
+# SIGTERM: the same stop, named as such; the requeued run resumes from its checkpoint.
+env -u SLURM_RESTART_COUNT "$HPCTRAIN" train "${common[@]}" --checkpoint-dir "$WORK/term" \
+  >"$WORK/t.log" 2>&1 &
+pid=$!
+wait_for_step "$WORK/t.log" 3 $pid || fail "run did not reach step 3: $(cat "$WORK/t.log")"
+kill -TERM $pid
+rc=0
+wait $pid || rc=$?
+[[ $rc -eq 75 ]] || fail "exit status $rc after SIGTERM, not 75: $(tail -n 3 "$WORK/t.log")"
+grep -q "SIGTERM: stopping (exit 75)" "$WORK/t.log" || fail "no SIGTERM stop line: $(tail -n 3 "$WORK/t.log")"
+SLURM_RESTART_COUNT=1 "$HPCTRAIN" train "${common[@]}" --checkpoint-dir "$WORK/term" >"$WORK/t2.log"
+grep -q "resumed from " "$WORK/t2.log" || fail "no resume after SIGTERM: $(head -n 3 "$WORK/t2.log")"
+echo "signal: SIGTERM stopped with 75 and the rerun resumed"
+
 
 # DDP: only rank 1 gets the signal; both stop after the same step.
 port=$((20000 + RANDOM % 20000))
@@ -49,7 +65,12 @@ for r in 0 1; do
 done
 wait_for_step "$WORK/d0.log" 3 "${pids[0]}" || fail "DDP run did not reach step 3: $(cat "$WORK"/d*.log)"
 kill -USR1 "${pids[1]}"
-for r in 0 1; do wait "${pids[$r]}" || fail "rank $r failed after SIGUSR1: $(tail -n 2 "$WORK/d$r.log")"; done
+for r in 0 1; do
+  rc=0
+  wait "${pids[$r]}" || rc=$?
+  [[ $rc -eq 75 ]] || fail "rank $r exited $rc after SIGUSR1, not 75: $(tail -n 2 "$WORK/d$r.log")"
+done
 grep -q "SIGUSR1: stopping" "$WORK/d0.log" || fail "rank 0 did not stop: $(tail -n 2 "$WORK/d0.log")"
+grep -q "| checkpoint " "$WORK/d0.log" || fail "no DDP checkpoint: $(tail -n 2 "$WORK/d0.log")"
 ls "$WORK/ddp"/step_*/rank00001.safetensors >/dev/null || fail "no DDP checkpoint with both ranks' files"
 echo "signal: DDP ranks stopped together at $(grep -o 'checkpoint .*' "$WORK/d0.log" | tail -n 1)"
