@@ -333,6 +333,23 @@ TEST_CASE("requeue: USR1, checkpoint, scontrol requeue, the script runs again wi
   CHECK(state->max_restarts == 5);
 }
 
+TEST_CASE("requeue bound reached: the tasks stop with 75, the script says so, the job FAILS with 75") {
+  Sandbox box;
+  auto backend = box.backend();
+  auto submitted = backend.submit(box.request(box.render(
+      "1n2g", "requeue", {"shape.time=0:04", "job.signal_seconds=2", "job.max_requeues=0"})));
+  auto s = wait_for_end(backend, submitted.job_id, std::chrono::seconds(20));
+  std::string out = output_of(s);
+  INFO(out);
+  CHECK(s.state == "FAILED");
+  CHECK(s.exit_code == 75);
+  CHECK(s.restarts == 0);
+  CHECK(lines_with(out, "checkpoint").size() >= 2);
+  CHECK(out.find("stopped for a requeue, but it was requeued 0 time(s) already (job.max_requeues = 0)") !=
+        std::string::npos);
+  CHECK(out.find("resumed") == std::string::npos);
+}
+
 TEST_CASE("cancel: a job that ignores SIGTERM gets SIGKILL after KillWait") {
   Sandbox box;
   hpc::LocalBackendOptions options;

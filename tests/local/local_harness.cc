@@ -21,7 +21,8 @@ namespace {
 //   ok       exit 0                    short   sleep 2 s, exit 0
 //   fail     rank 1 exits 3, the others sleep 30 s (kill-on-bad-exit must end them)
 //   sleep    sleep 60 s                usr1    print each USR1, run 30 s
-//   requeue  first run: checkpoint on USR1 and exit 0; after a requeue: exit 0 at once
+//   requeue  first run: "checkpoint" on USR1 and exit 75 (hpctrain's stopped-for-a-requeue);
+//            after a requeue: exit 0 at once
 constexpr const char* kProbe = R"(#!/bin/bash
 mode=ok
 while (($#)); do
@@ -43,7 +44,7 @@ case $mode in
     echo "probe rank=$SLURM_PROCID survived" ;;
   requeue)
     if ((${SLURM_RESTART_COUNT:-0} >= 1)); then echo "probe rank=$SLURM_PROCID resumed"; exit 0; fi
-    trap 'echo "probe rank=$SLURM_PROCID checkpoint"; exit 0' USR1
+    trap 'echo "probe rank=$SLURM_PROCID checkpoint"; exit 75' USR1
     for _ in $(seq 150); do sleep 0.2; done
     echo "probe rank=$SLURM_PROCID survived" ;;
   *) echo "probe: unknown mode $mode" >&2; exit 9 ;;
