@@ -71,6 +71,8 @@ class Follower {
   void draw_status();
   void clear_status();
   std::string status_text() const;
+  std::string restart_text() const;
+  bool may_be_requeued();
   int finish();
 
   Backend& backend_;
@@ -91,7 +93,31 @@ class Follower {
   std::string metrics_partial_;
   Progress progress_;
   bool status_drawn_ = false;
+  std::optional<TaskFailure> first_failure_;  // of the current run (reset on a requeue)
+  std::optional<std::chrono::steady_clock::time_point> settle_since_;
 };
+
+std::string Follower::restart_text() const {
+  std::string s = "restart " + std::to_string(status_.restarts);
+  if (o_.max_requeues >= 0) s += " of at most " + std::to_string(o_.max_requeues);
+  return s;
+}
+
+// PREEMPTED and NODE_FAIL end a job unless Slurm requeues it (--requeue, PreemptMode=REQUEUE):
+// it then shows PENDING again with Restarts one higher. Watch such a state for a while.
+bool Follower::may_be_requeued() {
+  const std::string& st = status_.state;
+  if (st != "PREEMPTED" && st != "NODE_FAIL") {
+    settle_since_.reset();
+    return false;
+  }
+  auto now = std::chrono::steady_clock::now();
+  if (!settle_since_) {
+    settle_since_ = now;
+    say("job " + id_ + " " + st + "; watching whether Slurm requeues it");
+  }
+  return now - *settle_since_ < o_.requeue_settle;
+}
 
 std::string Follower::status_text() const {
   std::string s = "job " + id_ + " " + status_.state;
@@ -99,7 +125,7 @@ std::string Follower::status_text() const {
   if (status_.elapsed_seconds >= 0 && status_.state != "PENDING")
     s += " " + format_duration(status_.elapsed_seconds);
   if (!status_.nodes.empty()) s += " on " + status_.nodes;
-  if (status_.restarts > 0) s += " restart " + std::to_string(status_.restarts);
+  if (status_.restarts > 0) s += " " + restart_text();
   if (progress_.step >= 0) {
     s += " | step " + std::to_string(progress_.step);
     if (o_.max_steps > 0) s += "/" + std::to_string(o_.max_steps);
@@ -153,12 +179,22 @@ void Follower::poll_state() {
   bool pending = status_.state == "PENDING";
   if (status_.state != last_state_ || status_.restarts != last_restarts_ ||
       (pending && status_.reason != last_reason_)) {
-    std::string line = "job " + id_ + " " + status_.state;
+    // A requeue seen between two polls (Restarts= went up) or as it happens (REQUEUED): say
+    // REQUEUED in words, whichever state Slurm shows now, and follow on under the same id.
+    const bool first = last_state_.empty();
+    const bool requeued = !first && (status_.restarts > last_restarts_ || status_.state == "REQUEUED");
+    std::string line = "job " + id_ + " ";
+    if (requeued) {
+      line += "REQUEUED (" + restart_text() + ")";
+      if (status_.state != "REQUEUED") line += ", now " + status_.state;
+      first_failure_.reset();  // a new run: its own failures
+    } else {
+      line += status_.state;
+    }
     if (!status_.reason.empty() && !status_.terminal()) line += " (" + status_.reason + ")";
     if (!status_.nodes.empty() && status_.state != "PENDING") line += " on " + status_.nodes;
-    if (status_.restarts != last_restarts_) line += ", restart " + std::to_string(status_.restarts);
-    if (status_.state == "REQUEUED" || (status_.restarts > last_restarts_))
-      line += "; following the requeued job";
+    if (first && status_.restarts > 0) line += ", " + restart_text();
+    if (requeued) line += "; following the same job " + id_ + " (its log continues below)";
     if (!status_.detail.empty() && status_.terminal()) line += " " + status_.detail;
     if (!(o_.live_status && last_state_.empty() && status_.state == "RUNNING")) say(line);
     last_state_ = status_.state;
@@ -181,6 +217,7 @@ void Follower::emit_lines(LogTail& tail, const std::string& data, std::ostream& 
     if (nl == std::string::npos) break;
     std::string line = tail.partial.substr(start, nl - start);
     start = nl + 1;
+    if (!first_failure_) first_failure_ = parse_srun_task_failure(line);
     if (o_.rank) {
       std::smatch m;
       if (!std::regex_search(line, m, label) || std::stoi(m[1]) != *o_.rank) continue;
@@ -262,6 +299,10 @@ int Follower::finish() {
   if (status_.exit_signal > 0) line += " (signal " + std::to_string(status_.exit_signal) + ")";
   if (status_.elapsed_seconds >= 0) line += " after " + format_duration(status_.elapsed_seconds);
   if (!status_.detail.empty()) line += " " + status_.detail;
+  if (code != 0 && status_.state == "FAILED" && status_.exit_code == 75)
+    line += "; the trainer stopped for a requeue (exit 75) that did not happen: see the log's last lines";
+  else if (code != 0 && first_failure_)
+    line += "; " + describe_task_failure(*first_failure_);
   if (!stdout_.path.empty() && code != 0 && stdout_.offset > 0) line += "; log: " + stdout_.path;
   say(line);
   return code;
@@ -321,7 +362,8 @@ int Follower::run() {
       return 0;
     }
     drain_logs();
-    if (o_.follow && have_status_ && status_.terminal()) return finish();
+    if (o_.follow && have_status_ && status_.terminal() && !may_be_requeued()) return finish();
+    if (have_status_ && !status_.terminal()) settle_since_.reset();
     if (!o_.follow && have_status_) {
       emit_lines(stdout_, "", out_, true);
       emit_lines(stderr_, "", err_, true);
@@ -353,6 +395,25 @@ int exit_status_for(const JobStatus& s) {
   if (st == "PREEMPTED" || st == "DEADLINE") return follow_exit::kPreempted;
   if (st == "OUT_OF_MEMORY") return follow_exit::kOutOfMemory;
   return 1;
+}
+
+std::optional<TaskFailure> parse_srun_task_failure(const std::string& line) {
+  // srun's own lines carry no --label prefix.
+  static const std::regex form(R"(^srun: error: ([^:\s]+): (tasks?) ([0-9][0-9,\-]*): (.+)$)");
+  std::smatch m;
+  if (!std::regex_match(line, m, form)) return std::nullopt;
+  TaskFailure f;
+  f.node = m[1];
+  f.several = m[2] == "tasks";
+  f.ranks = m[3];
+  f.reason = m[4];
+  // The tasks that stopped for a requeue ended as asked: not a failure.
+  if (f.reason == "Exited with exit code 75") return std::nullopt;
+  return f;
+}
+
+std::string describe_task_failure(const TaskFailure& f) {
+  return (f.several ? "ranks " : "rank ") + f.ranks + " on " + f.node + " failed first (" + f.reason + ")";
 }
 
 int follow_job(Backend& backend, const std::string& job_id, const FollowOptions& options,

@@ -122,6 +122,8 @@ RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& scri
   record.strategy = spec.strategy;
   record.world_size = spec.world_size();
   record.max_steps = max_steps_from_args(spec.trainer.args);
+  // The batch script requeues itself only when it traps the time-limit signal.
+  record.max_requeues = spec.job.signal_seconds > 0 ? spec.job.max_requeues : 0;
   record.generator_command = shell_join(command);
   if (remote) {
     // A local copy of the record, so that status/logs/cancel find the job from here.
@@ -162,6 +164,7 @@ int submit_and_follow(const Spec& spec, const std::string& script, const Backend
   f.rank = options.rank;
   f.metrics_path = record.run_dir + "/metrics.jsonl";
   f.max_steps = record.max_steps;
+  f.max_requeues = record.max_requeues;
   return follow_job(*backend, record.job_id, f, std::cout, std::cerr);
 }
 
@@ -194,6 +197,11 @@ OpenedRun open_run(const std::string& job, const BackendChoice& choice) {
   return opened;
 }
 
+std::string describe_requeues(int restarts, int max_requeues) {
+  if (max_requeues < 0) return std::to_string(restarts);
+  return std::to_string(restarts) + " of at most " + std::to_string(max_requeues) + " (job.max_requeues)";
+}
+
 int show_status(const std::string& job, const BackendChoice& choice, bool as_json) {
   OpenedRun run = open_run(job, choice);
   JobStatus s = run.backend->status(run.record.job_id);
@@ -201,7 +209,8 @@ int show_status(const std::string& job, const BackendChoice& choice, bool as_jso
     std::cout << json{{"job_id", run.record.job_id}, {"state", s.state},   {"reason", s.reason},
                       {"nodes", s.nodes},           {"elapsed_seconds", s.elapsed_seconds},
                       {"exit_code", s.exit_code},   {"exit_signal", s.exit_signal},
-                      {"restarts", s.restarts},     {"stdout", s.stdout_path},
+                      {"restarts", s.restarts},     {"max_requeues", run.record.max_requeues},
+                      {"stdout", s.stdout_path},
                       {"detail", s.detail},         {"found", s.found},
                       {"run_dir", run.record.run_dir}, {"backend", run.backend->kind()}}
                      .dump(2)
@@ -217,7 +226,7 @@ int show_status(const std::string& job, const BackendChoice& choice, bool as_jso
                            run.record.job_id, s.state, s.reason.empty() ? "" : " (" + s.reason + ")",
                            s.nodes.empty() ? "-" : s.nodes, format_duration(s.elapsed_seconds),
                            s.exit_code < 0 ? "-" : std::to_string(s.exit_code) + ":" + std::to_string(s.exit_signal),
-                           s.restarts);
+                           describe_requeues(s.restarts, run.record.max_requeues));
   if (!s.detail.empty()) std::cout << "detail   " << s.detail << "\n";
   if (!s.stdout_path.empty()) std::cout << "log      " << s.stdout_path << "\n";
   if (!run.record.run_dir.empty()) std::cout << "run dir  " << run.record.run_dir << "\n";
@@ -233,6 +242,7 @@ int show_logs(const std::string& job, const BackendChoice& choice, bool follow,
   f.live_status = follow && isatty(STDERR_FILENO);
   if (!run.record.run_dir.empty()) f.metrics_path = run.record.run_dir + "/metrics.jsonl";
   f.max_steps = run.record.max_steps;
+  f.max_requeues = run.record.max_requeues;
   f.known_stdout_path = run.record.stdout_path;
   return follow_job(*run.backend, run.record.job_id, f, std::cout, std::cerr);
 }

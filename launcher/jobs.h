@@ -49,6 +49,9 @@ struct OpenedRun {
 OpenedRun open_run(const std::string& job, const BackendChoice& choice);
 
 int show_status(const std::string& job, const BackendChoice& choice, bool as_json);
+// The requeues line of `hpclaunch status`: "1 of at most 3 (job.max_requeues)", or the count
+// alone when the bound is unknown (max_requeues < 0: a job not submitted by hpclaunch).
+std::string describe_requeues(int restarts, int max_requeues);
 int show_logs(const std::string& job, const BackendChoice& choice, bool follow,
               std::optional<int> rank);
 int cancel_job(const std::string& job, const BackendChoice& choice);

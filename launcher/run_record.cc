@@ -32,6 +32,7 @@ json RunRecord::to_json() const {
               {"strategy", strategy},
               {"world_size", world_size},
               {"max_steps", max_steps},
+              {"max_requeues", max_requeues},
               {"generator_command", generator_command}};
 }
 
@@ -56,6 +57,9 @@ RunRecord RunRecord::from_json(const json& j) {
   r.strategy = s("strategy");
   r.world_size = j.value("world_size", 0);
   r.max_steps = j.value("max_steps", 0L);
+  r.max_requeues = j.contains("max_requeues") && j["max_requeues"].is_number_integer()
+                       ? j["max_requeues"].get<int>()
+                       : -1;  // records older than the field
   r.generator_command = s("generator_command");
   return r;
 }

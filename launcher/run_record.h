@@ -28,6 +28,7 @@ struct RunRecord {
   std::string preset, cluster, strategy;
   int world_size = 0;
   long max_steps = 0;          // from the trainer's --max-steps, 0 if unknown
+  int max_requeues = -1;       // job.max_requeues (0 without job.signal_seconds), -1 if unknown
   std::string generator_command;
 
   nlohmann::json to_json() const;
