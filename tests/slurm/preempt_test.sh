@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# preempt_test.sh CASE HPCLAUNCH HPCTRAIN: preemption and dead peers on the real test cluster
+# (tests/cluster's slurm_cluster fixture; SLURM_CONF comes from CTest). The real hpctrain trains a
+# tiny GPT on CPU with Gloo under `--strategy ddp`, 2 nodes x 1 rank (preset 2n2g with
+# shape.gpus_per_node=1), launched by `hpclaunch run`, which follows the job to its end.
+#   requeue    an uninterrupted run gives the final loss L; the same run sent
+#              `scancel --signal=USR1 --batch` after its first steps checkpoints, exits 75,
+#              requeues itself (Restarts=1), resumes from the checkpoint and ends with L (to
+#              1e-6, every step's loss too); `hpclaunch run` follows it through the requeue and
+#              exits 0; `hpclaunch status` shows "requeues 1 of at most 3"
+#   dead_rank  rank 1's hpctrain is killed (kill -9, found by its SLURM_PROCID among the
+#              processes of the job): the job is FAILED within 60 s and hpclaunch names rank 1
+# Tests use only --checkpoint-dir and --resume (never checkpoint file names).
+set -euo pipefail
+case_name=$1 hpclaunch=$2 hpctrain=$3
+: "${SLURM_CONF:?run me through ctest (the slurm_cluster fixture sets SLURM_CONF)}"
+work=$(mktemp -d "${TMPDIR:-/tmp}/preempt-test.XXXXXX")
+name="preempt-$case_name-$$"
+jobs_of_test() { squeue --noheader --name "$name" --format %i 2>/dev/null || true; }
+cleanup() {
+  local ids
+  mapfile -t ids < <(jobs_of_test)
+  ((${#ids[@]} == 0)) || scancel "${ids[@]}" 2>/dev/null || true
+  [[ -z "${follower:-}" ]] || kill "$follower" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+cd "$work"
+export XDG_CONFIG_HOME="$work/xdg" HPCLAUNCH_PATH="" GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=1
+
+fail() {
+  echo "FAIL: $*" >&2
+  for f in "$work"/*.err; do [[ -f $f ]] && { echo "--- $f" >&2; tail -n 30 "$f" >&2; }; done
+  exit 1
+}
+
+for i in $(seq 1 400); do
+  echo "line $i: the quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs."
+done >"$work/corpus.txt"
+
+# hpclaunch run with the trainer's arguments after ours; its stderr goes to $work/$1.err.
+run_job() {  # TAG MAX_STEPS [more trainer args]
+  local tag=$1 steps=$2
+  shift 2
+  "$hpclaunch" run --no-project --preset 2n2g --strategy ddp \
+    --set shape.gpus_per_node=1 --set shape.cpus_per_gpu=1 --set "job.name=$name" \
+    --set "trainer.program=$hpctrain" -- \
+    --data "$work/corpus.txt" --data-format text --model tiny --micro-batch 4 --seq-len 64 \
+    --total-batch-tokens 512 --warmup-steps 3 --decay-steps 600 --max-lr 3e-3 --eval-every 0 \
+    --seed 9 --threads 1 --log-every 10 --max-steps "$steps" --checkpoint-dir "$work/ck-$tag" "$@"
+}
+
+job_field() {  # JOB KEY: a field of `scontrol show job -o`
+  scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"
+}
+wait_state() {  # JOB SECONDS STATE...: waits until JobState is one of them; prints it
+  local job=$1 until=$((SECONDS + $2)) s
+  shift 2
+  while ((SECONDS < until)); do
+    s=$(job_field "$job" JobState)
+    for want in "$@"; do [[ $s == "$want" ]] && { echo "$s"; return 0; }; done
+    sleep 0.2
+  done
+  echo "${s:-?}"
+  return 1
+}
+submitted_id() { sed -n 's/.*submitted job \([0-9]*\).*/\1/p' "$1" | head -n 1; }
+wait_submitted() {  # ERRFILE -> job id
+  local i id
+  for i in $(seq 300); do
+    id=$(submitted_id "$1")
+    [[ -n $id ]] && { echo "$id"; return 0; }
+    sleep 0.1
+  done
+  return 1
+}
+# Step lines in the run's metrics file (written by rank 0 into the run directory).
+metrics_of() { echo "$work/runs/$name-$1/metrics.jsonl"; }
+step_count() { if [[ -f $1 ]]; then grep -c '"loss"' "$1" || true; else echo 0; fi; }
+# "step loss" per step (the last line of a step wins), sorted by step. Keys come in any order.
+losses() {
+  awk '{ if (!match($0, /"step": *[0-9]+/)) next; st = $0; sub(/.*"step": */, "", st); sub(/[^0-9].*/, "", st)
+         if (!match($0, /"loss": *[^,}]+/)) next; lo = substr($0, RSTART, RLENGTH); sub(/"loss": */, "", lo)
+         l[st + 0] = lo } END { for (k in l) print k, l[k] }' "$1" | sort -n
+}
+
+case "$case_name" in
+  requeue)
+    steps=600  # ~10 s: time to see the first steps and signal the job before it ends
+    # (a) uninterrupted
+    run_job full $steps 2>"$work/full.err" >"$work/full.out" || fail "uninterrupted run exited with $?"
+    full_id=$(submitted_id "$work/full.err")
+    [[ $(job_field "$full_id" JobState) == COMPLETED ]] || fail "uninterrupted job not COMPLETED"
+    losses "$(metrics_of "$full_id")" >"$work/full.losses"
+    [[ $(wc -l <"$work/full.losses") -eq $steps ]] || fail "uninterrupted run: $(wc -l <"$work/full.losses") steps, not $steps"
+
+    # (b) the same run, USR1 to the batch shell after its first steps
+    run_job split $steps 2>"$work/split.err" >"$work/split.out" &
+    follower=$!
+    job=$(wait_submitted "$work/split.err") || fail "no job submitted"
+    m=$(metrics_of "$job")
+    for _ in $(seq 600); do (($(step_count "$m") >= 5)) && break; sleep 0.1; done
+    (($(step_count "$m") >= 5)) || fail "the job did not reach step 5"
+    scancel --signal=USR1 --batch "$job"
+    signalled_at=$(step_count "$m")
+    # The script requeues the job; it waits for BeginTime (cred_expire, 120 s by default). Let it
+    # start sooner, but not in the same second: slurmd refuses a credential it just revoked.
+    [[ $(wait_state "$job" 60 PENDING) == PENDING ]] || fail "job $job not PENDING after USR1 ($(job_field "$job" JobState))"
+    [[ $(job_field "$job" Restarts) == 1 ]] || fail "Restarts=$(job_field "$job" Restarts), not 1"
+    sleep 2
+    for _ in $(seq 20); do scontrol update "JobId=$job" StartTime=now 2>/dev/null && break; sleep 0.25; done
+    rc=0
+    wait "$follower" || rc=$?
+    follower=
+    [[ $rc -eq 0 ]] || fail "hpclaunch run exited $rc after the requeue"
+    [[ $(job_field "$job" JobState) == COMPLETED ]] || fail "job $job $(job_field "$job" JobState), not COMPLETED"
+    [[ $(job_field "$job" Restarts) == 1 ]] || fail "Restarts changed again"
+    grep -q "job $job REQUEUED (restart 1 of at most 3).*; following the same job $job" "$work/split.err" ||
+      fail "follow did not say it follows the requeued job"
+    grep -q "job $job COMPLETED with exit code 0" "$work/split.err" || fail "no COMPLETED line"
+    grep -q "SIGUSR1: stopping (exit 75)" "$work/split.out" || fail "the trainer did not stop for a requeue"
+    grep -q "requeueing job $job (restart 1 of at most 3)" "$work/split.err" "$work/split.out" ||
+      fail "the script did not say it requeues"
+    grep -q "resumed from " "$work/split.out" || fail "the requeued run did not resume from a checkpoint"
+    losses "$m" >"$work/split.losses"
+    [[ $(wc -l <"$work/split.losses") -eq $steps ]] || fail "interrupted run: $(wc -l <"$work/split.losses") steps, not $steps"
+    paste "$work/full.losses" "$work/split.losses" | awk '
+      { d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-6) { print "step " $1 ": " $2 " vs " $4; bad = 1 } }
+      END { exit bad }' >&2 || fail "losses differ"
+    status=$("$hpclaunch" status "$job" 2>&1) || fail "hpclaunch status exited $?: $status"
+    grep -q "^requeues 1 of at most 3 (job.max_requeues)" <<<"$status" || fail "status: $status"
+    echo "requeue: USR1 after step $signalled_at, Restarts=1, final loss $(tail -n 1 "$work/split.losses" | cut -d' ' -f2) = $(tail -n 1 "$work/full.losses" | cut -d' ' -f2), all $steps losses equal to 1e-6"
+    ;;
+  dead_rank)
+    run_job dead 100000 2>"$work/dead.err" >"$work/dead.out" &
+    follower=$!
+    job=$(wait_submitted "$work/dead.err") || fail "no job submitted"
+    m=$(metrics_of "$job")
+    for _ in $(seq 600); do (($(step_count "$m") >= 3)) && break; sleep 0.1; done
+    (($(step_count "$m") >= 3)) || fail "the job did not reach step 3"
+    # Rank 1's hpctrain: the test cluster's nodes share this machine's process table.
+    victim=
+    for p in $(pgrep -f -- "$hpctrain train"); do
+      env_of=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null) || continue
+      grep -qx "SLURM_JOB_ID=$job" <<<"$env_of" && grep -qx "SLURM_PROCID=1" <<<"$env_of" && victim=$p
+    done
+    [[ -n $victim ]] || fail "rank 1's hpctrain of job $job not found"
+    kill -9 "$victim"
+    killed_at=$(date +%s.%N)
+    s=$(wait_state "$job" 90 FAILED COMPLETED CANCELLED TIMEOUT) || true
+    ended_at=$(date +%s.%N)
+    [[ $s == FAILED ]] || fail "job $job is $s after rank 1 was killed, not FAILED"
+    seconds=$(awk -v a="$killed_at" -v b="$ended_at" 'BEGIN { printf "%.1f", b - a }')
+    awk -v s="$seconds" 'BEGIN { exit !(s < 60) }' || fail "FAILED only after $seconds s"
+    rc=0
+    wait "$follower" || rc=$?
+    follower=
+    [[ $rc -ne 0 ]] || fail "hpclaunch run exited 0 for a failed job"
+    grep -q "job $job FAILED" "$work/dead.err" || fail "no FAILED line"
+    grep -q "rank 1 on node02 failed first (Killed)" "$work/dead.err" || fail "hpclaunch did not name rank 1"
+    echo "dead_rank: rank 1 killed; job FAILED $seconds s later (hpclaunch exit $rc): $(grep -o 'rank 1 on node02 failed first ([^)]*)' "$work/dead.err")"
+    ;;
+  *) echo "usage: $0 requeue|dead_rank HPCLAUNCH HPCTRAIN" >&2; exit 2 ;;
+esac
