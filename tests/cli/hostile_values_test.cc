@@ -389,12 +389,13 @@ TEST_CASE("job script: USR1 reaches srun and the job requeues itself", "[hostile
     REQUIRE(fs::exists(sb.root() / "log" / "requeue"));
     CHECK(read_file(sb.root() / "log" / "requeue") == "requeue 4242\n");
   }
-  SECTION("after max_requeues restarts: not requeued again") {
+  SECTION("after max_requeues restarts: not requeued again, the job fails with 75 and says why") {
     Run job = run_job_script(sb, "job.sbatch",
                              {"STUB_SRUN_USR1_PARENT=1", "SLURM_RESTART_COUNT=3"});
     INFO(job.describe());
-    CHECK(job.status == 0);
+    CHECK(job.status == 75);
     CHECK_FALSE(fs::exists(sb.root() / "log" / "requeue"));
+    CHECK(job.err.find("requeued 3 time(s) already (job.max_requeues = 3)") != std::string::npos);
   }
   SECTION("no signal: not requeued") {
     Run job = run_job_script(sb, "job.sbatch");

@@ -48,6 +48,8 @@ if [[ "${STUB_SRUN_USR1_PARENT:-}" == 1 ]]; then
     [[ -e "${STUB_LOG}/srun.usr1" ]] && break
     sleep 0.1
   done
+  # As hpctrain's ranks do after USR1: checkpoint written, stopped for a requeue.
+  [[ -e "${STUB_LOG}/srun.usr1" ]] && exit 75
 fi
 exit 0
 )");
