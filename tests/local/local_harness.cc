@@ -44,7 +44,11 @@ case $mode in
     echo "probe rank=$SLURM_PROCID survived" ;;
   requeue)
     if ((${SLURM_RESTART_COUNT:-0} >= 1)); then echo "probe rank=$SLURM_PROCID resumed"; exit 0; fi
-    trap 'echo "probe rank=$SLURM_PROCID checkpoint"; exit 75' USR1
+    # Like hpctrain: every rank stops, they meet (a barrier through files), then all exit 75;
+    # otherwise the first 75 ends the slower ranks (--kill-on-bad-exit) before their own stop.
+    stop_dir=".probe-stop-$SLURM_JOB_ID"
+    trap 'echo "probe rank=$SLURM_PROCID checkpoint"; mkdir -p "$stop_dir"; touch "$stop_dir/$SLURM_PROCID"
+          while (($(find "$stop_dir" -type f | wc -l) < SLURM_NTASKS)); do sleep 0.05; done; exit 75' USR1
     for _ in $(seq 150); do sleep 0.2; done
     echo "probe rank=$SLURM_PROCID survived" ;;
   *) echo "probe: unknown mode $mode" >&2; exit 9 ;;
