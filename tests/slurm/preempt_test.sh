@@ -8,8 +8,12 @@
 #              requeues itself (Restarts=1), resumes from the checkpoint and ends with L (to
 #              1e-6, every step's loss too); `hpclaunch run` follows it through the requeue and
 #              exits 0; `hpclaunch status` shows "requeues 1 of at most 3"
+#   bound      job.max_requeues=0: after USR1 the trainer stops with 75, the script does not
+#              requeue and says why, the job is FAILED with 75 and hpclaunch says the requeue
+#              did not happen
 #   dead_rank  rank 1's hpctrain is killed (kill -9, found by its SLURM_PROCID among the
 #              processes of the job): the job is FAILED within 60 s and hpclaunch names rank 1
+#   dead_rank0 the same for rank 0 (it serves the rendezvous store)
 # Tests use only --checkpoint-dir and --resume (never checkpoint file names).
 set -euo pipefail
 case_name=$1 hpclaunch=$2 hpctrain=$3
@@ -38,11 +42,12 @@ for i in $(seq 1 400); do
   echo "line $i: the quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs."
 done >"$work/corpus.txt"
 
-# hpclaunch run with the trainer's arguments after ours; its stderr goes to $work/$1.err.
+# hpclaunch run with the trainer's arguments after ours (and launcher_args before them).
+launcher_args=()
 run_job() {  # TAG MAX_STEPS [more trainer args]
   local tag=$1 steps=$2
   shift 2
-  "$hpclaunch" run --no-project --preset 2n2g --strategy ddp \
+  "$hpclaunch" run --no-project --preset 2n2g --strategy ddp "${launcher_args[@]}" \
     --set shape.gpus_per_node=1 --set shape.cpus_per_gpu=1 --set "job.name=$name" \
     --set "trainer.program=$hpctrain" -- \
     --data "$work/corpus.txt" --data-format text --model tiny --micro-batch 4 --seq-len 64 \
@@ -131,25 +136,49 @@ case "$case_name" in
     grep -q "^requeues 1 of at most 3 (job.max_requeues)" <<<"$status" || fail "status: $status"
     echo "requeue: USR1 after step $signalled_at, Restarts=1, final loss $(tail -n 1 "$work/split.losses" | cut -d' ' -f2) = $(tail -n 1 "$work/full.losses" | cut -d' ' -f2), all $steps losses equal to 1e-6"
     ;;
-  dead_rank)
+  bound)
+    launcher_args=(--set job.max_requeues=0)
+    run_job bound 600 2>"$work/bound.err" >"$work/bound.out" &
+    follower=$!
+    job=$(wait_submitted "$work/bound.err") || fail "no job submitted"
+    m=$(metrics_of "$job")
+    for _ in $(seq 600); do (($(step_count "$m") >= 5)) && break; sleep 0.1; done
+    (($(step_count "$m") >= 5)) || fail "the job did not reach step 5"
+    scancel --signal=USR1 --batch "$job"
+    rc=0
+    wait "$follower" || rc=$?
+    follower=
+    [[ $rc -eq 75 ]] || fail "hpclaunch run exited $rc, not 75"
+    [[ $(job_field "$job" JobState) == FAILED ]] || fail "job $job $(job_field "$job" JobState), not FAILED"
+    [[ $(job_field "$job" ExitCode) == 75:0 ]] || fail "ExitCode=$(job_field "$job" ExitCode), not 75:0"
+    [[ $(job_field "$job" Restarts) == 0 ]] || fail "the job was requeued"
+    grep -q "requeued 0 time(s) already (job.max_requeues = 0)" "$work/bound.out" ||
+      fail "the script did not say why it does not requeue"
+    grep -q "job $job FAILED with exit code 75.*stopped for a requeue (exit 75) that did not happen" "$work/bound.err" ||
+      fail "hpclaunch did not say the requeue did not happen"
+    echo "bound: max_requeues=0: FAILED 75:0, no requeue, both the script and hpclaunch say why"
+    ;;
+  dead_rank | dead_rank0)
+    victim_rank=1 victim_node=node02
+    [[ $case_name == dead_rank0 ]] && victim_rank=0 victim_node=node01
     run_job dead 100000 2>"$work/dead.err" >"$work/dead.out" &
     follower=$!
     job=$(wait_submitted "$work/dead.err") || fail "no job submitted"
     m=$(metrics_of "$job")
     for _ in $(seq 600); do (($(step_count "$m") >= 3)) && break; sleep 0.1; done
     (($(step_count "$m") >= 3)) || fail "the job did not reach step 3"
-    # Rank 1's hpctrain: the test cluster's nodes share this machine's process table.
+    # The rank's hpctrain: the test cluster's nodes share this machine's process table.
     victim=
     for p in $(pgrep -f -- "$hpctrain train"); do
       env_of=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null) || continue
-      grep -qx "SLURM_JOB_ID=$job" <<<"$env_of" && grep -qx "SLURM_PROCID=1" <<<"$env_of" && victim=$p
+      grep -qx "SLURM_JOB_ID=$job" <<<"$env_of" && grep -qx "SLURM_PROCID=$victim_rank" <<<"$env_of" && victim=$p
     done
-    [[ -n $victim ]] || fail "rank 1's hpctrain of job $job not found"
+    [[ -n $victim ]] || fail "rank $victim_rank's hpctrain of job $job not found"
     kill -9 "$victim"
     killed_at=$(date +%s.%N)
     s=$(wait_state "$job" 90 FAILED COMPLETED CANCELLED TIMEOUT) || true
     ended_at=$(date +%s.%N)
-    [[ $s == FAILED ]] || fail "job $job is $s after rank 1 was killed, not FAILED"
+    [[ $s == FAILED ]] || fail "job $job is $s after rank $victim_rank was killed, not FAILED"
     seconds=$(awk -v a="$killed_at" -v b="$ended_at" 'BEGIN { printf "%.1f", b - a }')
     awk -v s="$seconds" 'BEGIN { exit !(s < 60) }' || fail "FAILED only after $seconds s"
     rc=0
@@ -157,8 +186,9 @@ case "$case_name" in
     follower=
     [[ $rc -ne 0 ]] || fail "hpclaunch run exited 0 for a failed job"
     grep -q "job $job FAILED" "$work/dead.err" || fail "no FAILED line"
-    grep -q "rank 1 on node02 failed first (Killed)" "$work/dead.err" || fail "hpclaunch did not name rank 1"
-    echo "dead_rank: rank 1 killed; job FAILED $seconds s later (hpclaunch exit $rc): $(grep -o 'rank 1 on node02 failed first ([^)]*)' "$work/dead.err")"
+    named="rank $victim_rank on $victim_node failed first (Killed)"
+    grep -qF "$named" "$work/dead.err" || fail "hpclaunch did not name rank $victim_rank"
+    echo "$case_name: rank $victim_rank killed; job FAILED $seconds s later (hpclaunch exit $rc): $named"
     ;;
-  *) echo "usage: $0 requeue|dead_rank HPCLAUNCH HPCTRAIN" >&2; exit 2 ;;
+  *) echo "usage: $0 requeue|bound|dead_rank|dead_rank0 HPCLAUNCH HPCTRAIN" >&2; exit 2 ;;
 esac
