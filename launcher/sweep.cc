@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "atomic_file.h"
+#include "batch.h"
 #include "catalog.h"
 #include "error.h"
 #include "follow.h"
@@ -31,38 +32,25 @@
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
 
 namespace hpc {
 namespace {
-
-std::atomic<bool> g_interrupted{false};
-
-std::string first_line(const std::string& text) { return comment_text(text.substr(0, text.find('\n'))); }
-extern "C" void on_sweep_interrupt(int) { g_interrupted = true; }
 
 // One point and its job, as kept in sweep.json.
 struct Point {
   std::string preset, strategy;
   int nodes = 0, gpus = 0;
-  Spec spec;
-  std::string script;
-  // From the job:
-  std::string job_id, run_dir, log, state = "NOT_SUBMITTED", message, spec_hash;
-  bool submitted_now = false;   // by this invocation
-  bool started = false;         // seen RUNNING (or later)
-  Clock::time_point waiting_since;
-  long elapsed = -1;
+  BatchJob job;
   std::optional<Throughput> throughput;
 
   std::string key() const { return preset + "/" + strategy; }
-  bool active() const { return !job_id.empty() && !is_terminal_state(state) && state != "START_TIMEOUT"; }
 };
 
 json point_json(const Point& p) {
+  const BatchJob& j = p.job;
   return {{"preset", p.preset}, {"strategy", p.strategy}, {"nodes", p.nodes},     {"gpus", p.gpus},
-          {"job_id", p.job_id}, {"run_dir", p.run_dir},   {"log", p.log},         {"state", p.state},
-          {"message", p.message}, {"spec_hash", p.spec_hash}};
+          {"job_id", j.job_id}, {"run_dir", j.run_dir},   {"log", j.log},         {"state", j.state},
+          {"message", j.message}, {"spec_hash", j.spec_hash}};
 }
 
 std::string str_at(const json& j, const char* key) {
@@ -150,8 +138,8 @@ class SweepTable {
     err_ << "\r\033[K" << fmt::format("{:<8} {:<8} {:>4}  {:<14} {:<10} {:>9} {:>12}", "PRESET", "STRATEGY", "GPUS", "STATE", "JOB", "ELAPSED", "TOKENS/S") << "\n";
     for (const auto& p : points) {
       err_ << "\r\033[K"
-           << fmt::format("{:<8} {:<8} {:>4}  {:<14} {:<10} {:>9} {:>12}", p.preset, p.strategy, p.gpus, p.state,
-                          p.job_id.empty() ? "-" : p.job_id, p.elapsed < 0 ? "-" : format_duration(p.elapsed),
+           << fmt::format("{:<8} {:<8} {:>4}  {:<14} {:<10} {:>9} {:>12}", p.preset, p.strategy, p.gpus, p.job.state,
+                          p.job.job_id.empty() ? "-" : p.job.job_id, p.job.elapsed < 0 ? "-" : format_duration(p.job.elapsed),
                           p.throughput ? fmt::format("{:.1f}", p.throughput->mean) : "-")
            << "\n";
     }
@@ -161,10 +149,10 @@ class SweepTable {
 
  private:
   static std::string describe(const Point& p) {
-    std::string s = p.key() + " (" + std::to_string(p.gpus) + (p.gpus == 1 ? " GPU): " : " GPUs): ") + p.state;
-    if (!p.job_id.empty()) s += ", job " + p.job_id;
+    std::string s = p.key() + " (" + std::to_string(p.gpus) + (p.gpus == 1 ? " GPU): " : " GPUs): ") + p.job.state;
+    if (!p.job.job_id.empty()) s += ", job " + p.job.job_id;
     if (p.throughput) s += fmt::format(", {:.1f} tokens/s", p.throughput->mean);
-    if (!p.message.empty()) s += " - " + comment_text(p.message);
+    if (!p.job.message.empty()) s += " - " + comment_text(p.job.message);
     return s;
   }
   std::ostream& err_;
@@ -173,61 +161,31 @@ class SweepTable {
   std::map<std::string, std::string> last_;
 };
 
-// Reads a whole file on the backend's host; nullopt when it is not there.
-std::optional<std::string> read_whole(Backend& backend, const std::string& path) {
-  std::string data;
-  uint64_t offset = 0;
-  for (int i = 0; i < 4096; ++i) {
-    LogChunk chunk = backend.read_log(path, offset);
-    if (!chunk.exists) return std::nullopt;
-    if (chunk.data.empty()) break;
-    data += chunk.data;
-    offset = chunk.next_offset;
-  }
-  return data;
-}
-
 void measure(Backend& backend, Point& p, int warmup) {
   p.throughput.reset();
-  std::string path = p.run_dir + "/metrics.jsonl";
+  std::string path = p.job.run_dir + "/metrics.jsonl";
   std::optional<std::string> text;
   try {
-    text = read_whole(backend, path);
+    text = read_backend_file(backend, path);
   } catch (const std::exception& e) {
-    p.message = "metrics unreadable: " + path + ": " + first_line(e.what());
+    p.job.message = "metrics unreadable: " + path + ": " + first_message_line(e.what());
     return;
   }
   if (!text) {
-    p.message = "no metrics file " + path + " (did the trainer run? see the log)";
+    p.job.message = "no metrics file " + path + " (did the trainer run? see the log)";
     return;
   }
   try {
     p.throughput = steady_state(tokens_per_s_from_metrics(*text), warmup);
   } catch (const std::exception& e) {
-    p.message = "metrics unreadable: " + path + ": " + e.what();
+    p.job.message = "metrics unreadable: " + path + ": " + e.what();
     return;
   }
   if (!p.throughput) {
-    p.message = "no training steps in " + path;
+    p.job.message = "no training steps in " + path;
     return;
   }
-  p.message.clear();
-}
-
-// Submits one point like `hpclaunch submit` does: run directory, run.json, no following.
-void submit_point(Backend& backend, const BackendChoice& choice, Point& p,
-                  const std::vector<std::string>& command) {
-  RunRecord record = submit_job(backend, p.spec, p.script, choice, command);
-
-  p.job_id = record.job_id;
-  p.run_dir = record.run_dir;
-  p.log = record.stdout_path;
-  p.spec_hash = record.spec_hash;
-  p.state = "PENDING";
-  p.message.clear();
-  p.submitted_now = true;
-  p.started = false;
-  p.waiting_since = Clock::now();
+  p.job.message.clear();
 }
 
 ResultRow row_of(const Point& p) {
@@ -236,16 +194,16 @@ ResultRow row_of(const Point& p) {
   r.strategy = p.strategy;
   r.nodes = p.nodes;
   r.gpus = p.gpus;
-  r.job_id = p.job_id;
-  r.state = p.state;
+  r.job_id = p.job.job_id;
+  r.state = p.job.state;
   if (p.throughput) {
     r.tokens_per_s = p.throughput->mean;
     r.tokens_per_s_std = p.throughput->std;
     r.steps_used = p.throughput->steps_used;
   }
-  r.run_dir = p.run_dir;
-  r.log = p.log;
-  r.message = p.message;
+  r.run_dir = p.job.run_dir;
+  r.log = p.job.log;
+  r.message = p.job.message;
   return r;
 }
 
@@ -358,6 +316,7 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
     if (!config.project.empty()) r.project_file = fs::path(config.project);
     r.read_project_file = !config.no_project;
     Spec s = resolve_spec(catalog, r);
+    check_backend_fits(given_backend ? given_backend->kind() : choice.kind, s, "--presets");
     shape_of[p] = s.shape;
     int w = s.world_size();
     smallest = smallest == 0 ? w : std::min(smallest, w);
@@ -388,10 +347,11 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
       r.read_project_file = !config.no_project;
       int world = shape_of[preset].nodes * shape_of[preset].gpus_per_node;
       r.trainer_args = point_trainer_args(config.trainer_args, config.scaling, config.steps, world, smallest, largest);
-      p.spec = resolve_spec(catalog, r);
-      p.nodes = p.spec.shape.nodes;
-      p.gpus = p.spec.world_size();
-      p.script = script_template.render(p.spec, RenderContext{kVersion, command});
+      p.job.key = p.key();
+      p.job.spec = resolve_spec(catalog, r);
+      p.nodes = p.job.spec.shape.nodes;
+      p.gpus = p.job.spec.world_size();
+      p.job.script = script_template.render(p.job.spec, RenderContext{kVersion, command});
       points.push_back(std::move(p));
     }
   }
@@ -426,7 +386,7 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
     if (it == previous.end()) continue;
     const json& e = it->second;
     std::string hash = str_at(e, "spec_hash"), state = str_at(e, "state"), job = str_at(e, "job_id");
-    if (job.empty() || hash != p.spec.hash()) {
+    if (job.empty() || hash != p.job.spec.hash()) {
       if (!job.empty()) {
         std::cerr << "hpclaunch: sweep: " << p.key() << ": the spec changed since job " << job
                   << "; submitting it again\n";
@@ -434,16 +394,16 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
       continue;
     }
     bool finished = state == "COMPLETED";
-    bool in_flight = !is_terminal_state(state) && state != "START_TIMEOUT" && state != "NOT_SUBMITTED";
+    bool in_flight = !is_terminal_state(state) && state != "START_TIMEOUT" && state != "HUNG" && state != "NOT_SUBMITTED";
     if (!finished && !in_flight) continue;  // failed before: try again
-    p.job_id = job;
-    p.run_dir = str_at(e, "run_dir");
-    p.log = str_at(e, "log");
-    p.state = state;
-    p.spec_hash = hash;
-    p.message = str_at(e, "message");
-    p.waiting_since = Clock::now();
-    p.started = state != "PENDING";
+    p.job.job_id = job;
+    p.job.run_dir = str_at(e, "run_dir");
+    p.job.log = str_at(e, "log");
+    p.job.state = state;
+    p.job.spec_hash = hash;
+    p.job.message = str_at(e, "message");
+    p.job.waiting_since = p.job.running_since = BatchClock::now();
+    p.job.started = state != "PENDING";
     if (finished) ++kept; else ++adopted;
   }
 
@@ -464,85 +424,30 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
 
   int warmup = config.warmup_steps;
   for (auto& p : points)
-    if (p.state == "COMPLETED") measure(*backend, p, warmup);
+    if (p.job.state == "COMPLETED") measure(*backend, p, warmup);
   save_state();
   std::cerr << fmt::format("hpclaunch: sweep {}: {} point{} ({} scaling) via {}; {} finished before, {} still running, {} to submit; at most {} at once\n",
                            dir.string(), points.size(), points.size() == 1 ? "" : "s", config.scaling, backend->kind(), kept, adopted,
                            points.size() - kept - adopted, config.max_concurrent);
 
-  auto old_int = std::signal(SIGINT, on_sweep_interrupt);
-  auto old_term = std::signal(SIGTERM, on_sweep_interrupt);
-  g_interrupted = false;
   SweepTable table(std::cerr);
-  size_t next = 0;
-  auto poll = std::chrono::milliseconds(static_cast<long>(config.poll_interval_s * 1000));
-  while (!g_interrupted) {
-    int active = 0;
-    for (const auto& p : points) active += p.active() ? 1 : 0;
-    // Submit up to the limit, in order.
-    while (active < config.max_concurrent && next < points.size()) {
-      Point& p = points[next++];
-      if (!p.job_id.empty()) continue;  // kept or adopted
-      try {
-        submit_point(*backend, choice, p, command);
-        ++active;
-      } catch (const BackendError& e) {
-        p.state = "SUBMIT_FAILED";
-        p.message = first_line(e.what());
-      } catch (const UserError& e) {
-        p.state = "SUBMIT_FAILED";
-        p.message = first_line(e.what());
-      }
-      save_state();
-    }
-    bool changed = false;
-    for (auto& p : points) {
-      if (!p.active()) continue;
-      JobStatus s;
-      try {
-        s = backend->status(p.job_id);
-      } catch (const BackendError& e) {
-        p.message = "status: " + first_line(e.what());  // transient: ask again next time
-        continue;
-      }
-      if (!s.found) s.state = "LOST";
-      std::string before = p.state;
-      if (!s.stdout_path.empty()) p.log = s.stdout_path;
-      p.elapsed = s.elapsed_seconds;
-      p.state = s.state == "UNKNOWN" ? p.state : s.state;
-      if (s.state != "PENDING" && s.state != "UNKNOWN") p.started = true;
-      if (!p.started && Clock::now() - p.waiting_since > std::chrono::seconds(config.start_timeout_s)) {
-        try {
-          backend->cancel(p.job_id);
-        } catch (const BackendError&) {
-        }
-        p.message = fmt::format("did not start within {} s (last state {}{}); cancelled it", config.start_timeout_s,
-                                s.state, s.reason.empty() ? "" : ", reason " + s.reason);
-        p.state = "START_TIMEOUT";
-      } else if (s.state == "LOST" || s.terminal()) {
-        if (p.state == "COMPLETED") {
-          measure(*backend, p, warmup);
-        } else if (p.message.empty() || p.message.rfind("status:", 0) == 0) {
-          p.message = p.state == "LOST" ? "the scheduler no longer knows the job" : "job ended " + p.state;
-          if (s.exit_code > 0) p.message += fmt::format(" (exit code {})", s.exit_code);
-          p.message += "; see the log";
-        }
-      }
-      if (p.state != before) changed = true;
-    }
-    if (changed) {
-      save_state();
-      save_results();
-    }
-    table.show(points);
-    bool busy = next < points.size();
-    for (const auto& p : points) busy = busy || p.active();
-    if (!busy) break;
-    for (auto t = std::chrono::milliseconds(0); t < poll && !g_interrupted; t += std::chrono::milliseconds(50))
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  std::signal(SIGINT, old_int);
-  std::signal(SIGTERM, old_term);
+  std::vector<BatchJob*> jobs;
+  for (auto& p : points) jobs.push_back(&p.job);
+  BatchLimits limits;
+  limits.max_concurrent = config.max_concurrent;
+  limits.start_timeout_s = config.start_timeout_s;
+  limits.poll_interval_s = config.poll_interval_s;
+  BatchHooks hooks;
+  hooks.completed = [&](BatchJob& j) {
+    for (auto& p : points)
+      if (&p.job == &j) measure(*backend, p, warmup);
+  };
+  hooks.changed = [&]() {
+    save_state();
+    save_results();
+  };
+  hooks.show = [&]() { table.show(points); };
+  bool interrupted = !run_batch(*backend, choice, jobs, limits, command, hooks);
 
   save_state();
   std::vector<ResultRow> rows = save_results();
@@ -554,12 +459,12 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
   for (const auto& r : rows) {
     if (r.tokens_per_s) continue;
     ++failed;
-    if (g_interrupted && r.state != "COMPLETED") continue;
+    if (interrupted && r.state != "COMPLETED") continue;
     std::cerr << "hpclaunch: sweep point " << r.preset << "/" << r.strategy << ": " << r.state
               << (r.message.empty() ? "" : " - " + comment_text(r.message))
               << (r.log.empty() ? "" : " (log " + r.log + ")") << "\n";
   }
-  if (g_interrupted) {
+  if (interrupted) {
     std::cerr << "hpclaunch: sweep interrupted; submitted jobs go on. Run the same command again to pick them up.\n";
     return follow_exit::kDetached;
   }
