@@ -115,7 +115,8 @@ const std::vector<std::string>& known_template_names() {
       "has_setup", "setup", "line", "nccl", "value", "has_reason", "reason", "text", "p2p_auto",
       "p2p_reason", "env", "has_ib_suffix", "ib_suffix", "resolve_master_addr", "port_min",
       "port_max", "port_span", "requeue", "signal_seconds", "max_requeues", "srun_wait",
-      "ntasks_per_node", "cpus_per_task", "trainer_program", "trainer_args", "arg"};
+      "ntasks_per_node", "cpus_per_task", "trainer_program", "trainer_command", "trainer_is_train",
+      "trainer_args", "arg"};
   return names;
 }
 
@@ -190,6 +191,8 @@ data template_data(const Spec& spec, const RenderContext& ctx) {
   d.set("cpus_per_task", std::to_string(spec.shape.cpus_per_gpu));
 
   d.set("trainer_program", spec.trainer.program);
+  d.set("trainer_command", spec.trainer.command);  // one of known_trainer_commands()
+  d.set("trainer_is_train", flag(spec.trainer.command == "train"));
   d.set("trainer_args", string_list(spec.trainer.args, "arg"));
   return d;
 }

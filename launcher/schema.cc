@@ -47,7 +47,16 @@ Fields profile_fields() {
           {"max_gpus_per_node", kInteger},
           {"max_nodes", kInteger},
           {"nccl", map_of(env_var)},
-          {"env", map_of(env_var)}};
+          {"env", map_of(env_var)},
+          // What `hpclaunch tune` measured (docs/tuning.md): a record, not read by the renderer.
+          {"tuning", object({{"date", kString},
+                             {"cluster", kString},
+                             {"preset", kString},
+                             {"nodes", kStringList},
+                             {"metric", kString},
+                             {"winner", kString},
+                             {"command", kString},
+                             {"candidates", leaf(SchemaType::Json)}})}};
 }
 
 Fields with_extends(Fields f) {
@@ -64,6 +73,7 @@ const char* type_name(SchemaType t) {
     case SchemaType::StringOrInteger: return "a string or an integer";
     case SchemaType::Object: return "an object";
     case SchemaType::Map: return "an object";
+    case SchemaType::Json: return "any JSON value";
   }
   return "?";
 }
@@ -105,6 +115,7 @@ bool matches(const nlohmann::json& v, SchemaType t) {
       return true;
     case SchemaType::Object:
     case SchemaType::Map: return v.is_object();
+    case SchemaType::Json: return true;
   }
   return false;
 }
@@ -133,7 +144,8 @@ nlohmann::json parse_set_value(const std::string& text, const SchemaNode& node,
                       "write true or false");
     case SchemaType::StringList:
     case SchemaType::Object:
-    case SchemaType::Map: {
+    case SchemaType::Map:
+    case SchemaType::Json: {
       nlohmann::json v = parse_json_text(
           text, where, "write the value as JSON, e.g. [\"a\", \"b\"] or {\"key\": \"value\"}");
       return v;
@@ -170,7 +182,7 @@ const SchemaNode& spec_schema() {
                       {"signal_seconds", kInteger},
                       {"max_requeues", kInteger},
                       {"srun_wait", kInteger}})},
-      {"trainer", object({{"program", kString}, {"args", kStringList}})},
+      {"trainer", object({{"program", kString}, {"command", kString}, {"args", kStringList}})},
   });
   return schema;
 }

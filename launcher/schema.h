@@ -11,7 +11,7 @@
 
 namespace hpc {
 
-enum class SchemaType { String, Integer, Boolean, StringList, StringOrInteger, Object, Map };
+enum class SchemaType { String, Integer, Boolean, StringList, StringOrInteger, Object, Map, Json };
 
 struct SchemaNode {
   SchemaType type;

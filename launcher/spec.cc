@@ -333,6 +333,14 @@ void read_trainer(const SpecReader& r, Spec& spec) {
                     "name the trainer binary, e.g. \"hpctrain\" or an absolute path");
   }
   spec.trainer.args = r.strings("trainer.args");
+  // Absent: train (so that specs written before the key existed keep their hash).
+  if (r.find("trainer.command")) spec.trainer.command = r.string("trainer.command");
+  const auto& commands = known_trainer_commands();
+  if (std::find(commands.begin(), commands.end(), spec.trainer.command) == commands.end()) {
+    throw UserError(r.where("trainer.command"),
+                    "unknown trainer command \"" + comment_text(spec.trainer.command) + "\"",
+                    suggest_fix(spec.trainer.command, commands, "commands"));
+  }
 }
 
 std::string require_name(const SpecReader& r, const std::string& key, const std::string& fix) {

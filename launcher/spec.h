@@ -63,8 +63,14 @@ struct JobOptions {
 
 struct TrainerOptions {
   std::string program;
+  std::string command = "train";  // hpctrain's verb: train (gets --strategy) or bench-allreduce
   std::vector<std::string> args;
 };
+
+inline const std::vector<std::string>& known_trainer_commands() {
+  static const std::vector<std::string> c = {"train", "bench-allreduce"};
+  return c;
+}
 
 inline const std::vector<std::string>& known_strategies() {
   static const std::vector<std::string> s = {"ddp", "fsdp", "zero1", "zero2"};

@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
   bench->add_option("--iters", b.iters, "timed all-reduces per size")->capture_default_str();
   bench->add_option("--warmup", b.warmup, "untimed all-reduces per size before them")->capture_default_str();
   bench->add_option("--dtype", b.dtype, "float32, float64, float16, bfloat16, int32 or int64")->capture_default_str();
-  bench->add_option("--json", b.json, "rank 0 writes the table, world size, backend and hostnames here");
+  bench->add_option("--json", b.json, "rank 0 writes the table, world size, backend and hostnames here (default: $HPCTRAIN_BENCH_JSON)");
   bench->add_option("--device", b.device, "auto, cpu (Gloo) or cuda (NCCL)")->capture_default_str();
   bench->add_option("--dist-timeout", b.dist_timeout_s, "seconds before a collective gives up")->capture_default_str();
   bench->add_option("--master-suffix", b.master_suffix, "appended to the first host of SLURM_JOB_NODELIST (JSC: i)");
@@ -177,7 +177,13 @@ int main(int argc, char** argv) {
       return hpc::train::run_train(t);
     }
     if (*eval) return hpc::train::run_eval(e);
-    if (*bench) return hpc::train::run_bench_allreduce(b);
+    if (*bench) {
+      // The batch template points this into the run directory (`hpclaunch tune` reads it there).
+      if (b.json.empty()) {
+        if (const char* j = std::getenv("HPCTRAIN_BENCH_JSON"); j && *j) b.json = j;
+      }
+      return hpc::train::run_bench_allreduce(b);
+    }
     x_shape.apply(x.model);
     return hpc::train::run_export(x);
   } catch (const hpc::UserError& err) {
