@@ -25,6 +25,7 @@
 #include "suggest.h"
 #include "plot.h"
 #include "sweep.h"
+#include "tune.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -45,6 +46,7 @@ constexpr const char* kExamples = R"(Examples:
   hpclaunch doctor --cluster jsc
   hpclaunch sweep --presets 1n1g,1n2g,2n2g --strategy ddp,fsdp --scaling strong -- --model tiny
   hpclaunch report sweeps/1n1g_1n2g_2n2g-ddp_fsdp-strong
+  hpclaunch tune --cluster jsc --preset 2n4g --grid grid.json; hpclaunch clusters diff jsc jsc-tuned
 Docs: docs/quickstart.md, docs/presets.md, docs/clusters.md)";
 
 // Flags shared by render and validate: what to resolve.
@@ -161,6 +163,10 @@ int show_preset(const Catalog& catalog, PresetKind kind, const std::string& name
   std::cout << "# " << kind_noun(kind) << " " << name << " from";
   for (const auto& f : p.files) std::cout << " " << f;
   std::cout << "\n" << p.content.dump(2) << "\n";
+  if (kind == PresetKind::Cluster && p.content.contains("tuning")) {
+    std::cout << "\n";
+    for (const auto& line : describe_tuning(p.content["tuning"])) std::cout << line << "\n";
+  }
   return 0;
 }
 
@@ -339,6 +345,10 @@ int run_cli(const std::vector<std::string>& raw_args) {
   auto* clusters_show = clusters->add_subcommand("show", "show one cluster profile, resolved");
   clusters_show->add_option("NAME", name, "cluster name")->required();
   for (auto* c : {clusters, clusters_list, clusters_show}) c->add_flag("--json", as_json, "JSON output");
+  std::string diff_a, diff_b;
+  auto* clusters_diff = clusters->add_subcommand("diff", "resolved values that differ between two cluster profiles");
+  clusters_diff->add_option("A", diff_a, "cluster profile")->required();
+  clusters_diff->add_option("B", diff_b, "cluster profile (e.g. A-tuned)")->required();
 
   SelectionFlags render_flags;
   std::string output, spec_out;
@@ -439,6 +449,32 @@ int run_cli(const std::vector<std::string>& raw_args) {
   doctor->add_option("--cluster,-c", doctor_cluster, "cluster profile whose ib_suffix and gpu_request to check");
   doctor->add_flag("--json", as_json, "one JSON document");
 
+  // NCCL tuning (launcher/tune.h, docs/tuning.md).
+  TuneConfig tune_config;
+  BackendFlags tune_backend;
+  auto* tune = app.add_subcommand(
+      "tune", "one all-reduce benchmark job per candidate set of NCCL variables; writes the winner as "
+              "a cluster profile NAME-tuned; arguments after -- go to hpctrain bench-allreduce");
+  tune->add_option("--cluster,-c", tune_config.cluster, "cluster profile to tune (default: the spec's)");
+  tune->add_option("--preset,-p", tune_config.preset, "shape preset the benchmark runs on (default 2n4g)");
+  tune->add_option("--grid,-g", tune_config.grid_file, "grid file (JSON with comments; docs/tuning.md); default: ALGO x PROTO x P2P");
+  tune->add_option("--name", tune_config.name, "the tuned profile's name (default CLUSTER-tuned)");
+  tune->add_flag("--force", tune_config.force, "replace an existing tuned profile of that name");
+  tune->add_option("--max-candidates", tune_config.max_candidates, "refuse grids with more candidates (default 32)");
+  tune->add_option("--max-concurrent,-j", tune_config.max_concurrent, "candidates in flight at once (default 1)");
+  tune->add_option("--timeout", tune_config.timeout_s, "seconds one candidate may run: its time limit, a hang is reported (default 600)");
+  tune->add_option("--start-timeout", tune_config.start_timeout_s, "seconds a candidate may wait to start (default 600)");
+  tune->add_option("--min", tune_config.min_size, "smallest all-reduce size (default 1M)");
+  tune->add_option("--max", tune_config.max_size, "largest all-reduce size (default 1G)");
+  tune->add_option("--iters", tune_config.iters, "timed all-reduces per size (default 20)");
+  tune->add_option("--set", tune_config.sets, "override a key for every candidate (repeatable)")->take_all();
+  tune->add_option("--project", tune_config.project, "project file (default: ./hpclaunch.json if present)");
+  tune->add_flag("--no-project", tune_config.no_project, "ignore ./hpclaunch.json");
+  tune->add_option("--template", tune_config.template_file, "mustache template (default: the built-in one)");
+  tune->add_option("--poll", tune_config.poll_interval_s, "seconds between state checks (default 1)");
+  tune_backend.add_to(tune, true);
+  tune->footer("Example: hpclaunch tune --cluster jsc --preset 2n4g --grid grid.json --set profile.account=myproj");
+
   auto* report = app.add_subcommand("report", "re-render a sweep's summary.md and plots from its results.csv");
   report->add_option("DIR", report_dir, "the sweep directory")->required();
 
@@ -463,9 +499,10 @@ int run_cli(const std::vector<std::string>& raw_args) {
               << "; see hpclaunch --help" << std::endl;
     return kExitUsage;
   }
-  if (trainer_args && !render->parsed() && !run->parsed() && !submit->parsed() && !sweep->parsed()) {
+  if (trainer_args && !render->parsed() && !run->parsed() && !submit->parsed() && !sweep->parsed() &&
+      !tune->parsed()) {
     std::cerr << "hpclaunch: error: --: arguments after -- are for hpctrain and only go with "
-                 "render, run, submit and sweep; remove them or use one of those"
+                 "render, run, submit, sweep and tune; remove them or use one of those"
               << std::endl;
     return kExitUsage;
   }
@@ -479,6 +516,15 @@ int run_cli(const std::vector<std::string>& raw_args) {
     if (clusters->parsed()) {
       Catalog catalog = Catalog::from_environment();
       if (clusters_show->parsed()) return show_preset(catalog, PresetKind::Cluster, name, as_json);
+      if (clusters_diff->parsed()) {
+        auto lines = diff_cluster_profiles(resolved_cluster_profile(catalog, diff_a),
+                                           resolved_cluster_profile(catalog, diff_b));
+        std::cout << "clusters diff " << diff_a << " " << diff_b << " (resolved values, " << diff_a << " -> "
+                  << diff_b << "):\n";
+        if (lines.empty()) std::cout << "  no differences\n";
+        for (const auto& line : lines) std::cout << "  " << line << "\n";
+        return 0;
+      }
       return list_clusters(catalog, as_json);
     }
     if (render->parsed()) {
@@ -598,6 +644,10 @@ int run_cli(const std::vector<std::string>& raw_args) {
       if (sweep_opts[14]->count()) config.poll_interval_s = given.poll_interval_s;
       if (trainer_args) config.trainer_args.insert(config.trainer_args.end(), trainer_args->begin(), trainer_args->end());
       return run_sweep(config, sweep_backend.choice(), command);
+    }
+    if (tune->parsed()) {
+      if (trainer_args) tune_config.bench_args = *trainer_args;
+      return run_tune(tune_config, tune_backend.choice(), command);
     }
     if (report->parsed()) return report_sweep_dir(report_dir);
     if (doctor->parsed()) return run_doctor(doctor_cluster, as_json);

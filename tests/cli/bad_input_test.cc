@@ -696,3 +696,30 @@ TEST_CASE("bad input: JSON error column points at the start of the bad token",
                    {{"hp1/clusters/c.json", "{\n  \"partition\": \"gpu\"\n  \"qos\": \"x\"\n}\n"}},
                    {"{root}/hp1/clusters/c.json:3:3:"}});
 }
+
+// The local backend runs one node: a sweep or tune that lists a multi-node preset is refused
+// before anything is submitted (it used to become a SUBMIT_FAILED row). Bad tune grids too.
+TEST_CASE("bad input: sweep and tune on the local backend, tune grids", "[bad-input]") {
+  check_all({
+      {"sweep --local with a 2-node preset",
+       {"sweep", "--presets", "1n1g,2n2g", "--strategy", "ddp", "--local", "--out", "sw"},
+       {},
+       {"--presets: preset 2n2g has 2 nodes, but the local backend runs one node", "use 1-node presets"}},
+      {"tune --local with a 2-node preset",
+       {"tune", "--preset", "2n2g", "--local"},
+       {},
+       {"--preset: preset 2n2g has 2 nodes, but the local backend runs one node"}},
+      {"tune with an empty grid",
+       {"tune", "--preset", "1n2g", "--local", "--grid", "grid.json"},
+       {{"work/grid.json", "// nothing to try\n{}\n"}},
+       {"grid.json: the grid has no candidates", "add \"variables\""}},
+      {"tune grid with bad JSON",
+       {"tune", "--preset", "1n2g", "--local", "--grid", "grid.json"},
+       {{"work/grid.json", "{\"variables\": {\"NCCL_ALGO\": [\"Ring\",]}}"}},
+       {"grid.json:1:"}},
+      {"tune grid with a variable that is not a list",
+       {"tune", "--preset", "1n2g", "--local", "--grid", "grid.json"},
+       {{"work/grid.json", "{\"variables\": {\"NCCL_ALGO\": {\"Ring\": true}}}"}},
+       {"grid.json: variables.NCCL_ALGO: expected a list of values, got an object"}},
+  });
+}
