@@ -2,7 +2,7 @@
 # tune_test.sh CASE HPCLAUNCH HPCTRAIN: one integration test of `hpclaunch tune` with the real
 # hpctrain bench-allreduce (Gloo on CPU: the NCCL variables have no effect here, the mechanics
 # are what is checked). A 2-candidate grid (NCCL_ALGO Ring / Tree), sizes 1K..1M.
-#   slurm      on the test cluster (tests/cluster fixture, SLURM_CONF set by CTest), preset 2n2g:
+#   slurm      on the test cluster (tests/cluster fixture, SLURM_CONF set by CTest), preset 2n4g:
 #              two benchmark jobs ran and COMPLETED (scontrol), each run directory holds its
 #              allreduce.json, the tuned profile exists with both measurements and the node list,
 #              `render --cluster <tuned>` exports the winner's NCCL_ALGO with its reason and is
@@ -99,7 +99,7 @@ run_dirs() { find "$work/runs" -mindepth 1 -maxdepth 1 -type d -name "tune-$clus
 case "$case_name" in
   slurm|local)
     if [[ $case_name == slurm ]]; then
-      preset=2n2g backend=(--backend slurm)
+      preset=2n4g backend=(--backend slurm)
     else
       preset=1n2g backend=(--local)
     fi
