@@ -316,6 +316,14 @@ json tuned_profile(const std::string& cluster, const std::string& preset, const 
                    const std::string& command) {
   const TuneOutcome& win = outcomes.at(ranking.at(0));
   std::string metric = win.bench ? tune_score_metric(win.bench->rows) : "mean busbw (GB/s)";
+  // The winner's hosts as the benchmark saw them (one per node), else the scheduler's node list.
+  std::vector<std::string> nodes;
+  if (win.bench)
+    for (const auto& h : win.bench->hostnames)
+      if (std::find(nodes.begin(), nodes.end(), h) == nodes.end()) nodes.push_back(h);
+  std::string node_text;
+  for (const auto& n : nodes) node_text += (node_text.empty() ? "" : ",") + n;
+  if (node_text.empty()) node_text = win.nodes.empty() ? "?" : win.nodes;
   json p = json::object();
   p["extends"] = cluster;
   p["description"] = fmt::format("{}, NCCL tuned by hpclaunch tune on {} ({}): {}", cluster, today(date), preset,
@@ -355,7 +363,7 @@ json tuned_profile(const std::string& cluster, const std::string& preset, const 
     } else {
       reason += "; the only value tried";
     }
-    reason += fmt::format(" [{} on {}, {}; winner {}]", preset, win.nodes.empty() ? "?" : win.nodes, metric,
+    reason += fmt::format(" [{} on {}, {}; winner {}]", preset, node_text, metric,
                           win.candidate.id);
     p[block][name] = {{"value", *value}, {"reason", reason}};
   }
@@ -363,10 +371,6 @@ json tuned_profile(const std::string& cluster, const std::string& preset, const 
   t["date"] = date;
   t["cluster"] = cluster;
   t["preset"] = preset;
-  std::vector<std::string> nodes;
-  if (win.bench)
-    for (const auto& h : win.bench->hostnames)
-      if (std::find(nodes.begin(), nodes.end(), h) == nodes.end()) nodes.push_back(h);
   t["nodes"] = nodes;
   t["metric"] = metric;
   t["winner"] = win.candidate.id;
