@@ -9,6 +9,8 @@
 #              bash -n / shellcheck clean, `clusters diff` and `clusters show` describe it, a
 #              second tune without --force is refused before submitting
 #   local      the same on the local backend with preset 1n2g
+#   failing    (local) a candidate with a missing Gloo interface FAILS: a row, the other wins;
+#              when every candidate fails: exit 1, no profile
 #   bad_input  empty grid, bad JSON (line:column), a variable given as an object, too many
 #              candidates, a multi-node preset with --local (tune and sweep): exit 2, one line,
 #              nothing written or submitted
@@ -52,7 +54,7 @@ tune() {  # tune PRESET BACKEND-FLAGS...
   shift
   "$hpclaunch" tune --cluster "$cluster" --preset "$preset" --grid "$work/grid.json" --no-project \
     --set "trainer.program=$hpctrain" --set shape.cpus_per_gpu=1 \
-    --min 1K --max 1M --iters 5 --timeout 120 --start-timeout 120 --poll 0.3 "$@" -- --device cpu
+    --min 1K --max 1M --iters 5 --timeout "${timeout:-120}" --start-timeout 120 --poll 0.3 "$@" -- --device cpu
 }
 
 check_result() {  # check_result PRESET: the tuned profile and what uses it
@@ -104,7 +106,7 @@ case "$case_name" in
       preset=1n2g backend=(--local)
     fi
     tune "$preset" "${backend[@]}" >"$work/tune.out" 2>"$work/tune.err" ||
-      { cat "$work/tune.out" "$work/tune.err" >&2; fail "tune exited with $?"; }
+      { status=$?; cat "$work/tune.out" "$work/tune.err" >&2; fail "tune exited with $status"; }
     cat "$work/tune.out"
     mapfile -t dirs < <(run_dirs)
     [[ ${#dirs[@]} -eq 2 ]] || fail "expected 2 run directories, got ${#dirs[@]}"
@@ -127,6 +129,33 @@ case "$case_name" in
     [[ $status -eq 2 ]] || fail "a second tune: exit $status, expected 2"
     grep -q 'a tuned profile is already there; pass --force' "$work/again.err" || { cat "$work/again.err"; fail "no --force hint"; }
     [[ $(run_dirs | wc -l) -eq 2 ]] || fail "the refused tune submitted jobs"
+    ;;
+  failing)
+    # A candidate that fails (Gloo cannot use a missing interface) is a row, not the end: the
+    # other one wins. When every candidate fails, exit 1 and nothing is written.
+    echo '{"candidates": [{"GLOO_SOCKET_IFNAME": "lo"}, {"GLOO_SOCKET_IFNAME": "nosuchif0"}]}' >"$work/grid.json"
+    timeout=60
+    tune 1n2g --local >"$work/tune.out" 2>"$work/tune.err" ||
+      { status=$?; cat "$work/tune.out" "$work/tune.err" >&2; fail "tune exited with $status"; }
+    cat "$work/tune.out"
+    grep -Eq '^ +2 +c2 +- +FAILED .*GLOO_SOCKET_IFNAME=nosuchif0 - job ended FAILED \(exit code 1\)' "$work/tune.out" ||
+      fail "no FAILED row for c2"
+    python3 - "$tuned" <<'PY' || fail "the tuned profile does not record the failed candidate"
+import json, re, sys
+p = json.loads(re.sub(r'^\s*//.*$', '', open(sys.argv[1]).read(), flags=re.M))
+assert p["env"]["GLOO_SOCKET_IFNAME"]["value"] == "lo", p["env"]
+assert "GLOO_SOCKET_IFNAME=nosuchif0 (c2) gave no measurement: FAILED" in p["env"]["GLOO_SOCKET_IFNAME"]["reason"], p["env"]
+c2 = next(c for c in p["tuning"]["candidates"] if c["id"] == "c2")
+assert c2["state"] == "FAILED" and c2["score_gbps"] is None and c2["busbw"] == [], c2
+PY
+    echo '{"candidates": [{"GLOO_SOCKET_IFNAME": "nosuchif0"}]}' >"$work/grid.json"
+    set +e
+    tune 1n2g --local --name allfail >"$work/all.out" 2>"$work/all.err"
+    status=$?
+    set -e
+    [[ $status -eq 1 ]] || { cat "$work/all.out" "$work/all.err" >&2; fail "all candidates failed: exit $status, expected 1"; }
+    grep -q 'no candidate gave a measurement; nothing written' "$work/all.err" || fail "no 'nothing written' line"
+    [[ ! -e "$XDG_CONFIG_HOME/hpclaunch/clusters/allfail.json" ]] || fail "a profile was written although every candidate failed"
     ;;
   bad_input)
     expect_usage() {  # expect_usage PATTERN ARGS...: exit 2, one line matching PATTERN, nothing written
