@@ -8,6 +8,7 @@
 #              `render --cluster <tuned>` exports the winner's NCCL_ALGO with its reason and is
 #              bash -n / shellcheck clean, `clusters diff` and `clusters show` describe it, a
 #              second tune without --force is refused before submitting
+#   ssh        the same through the test cluster's sshd login node (--host), preset 2n2g
 #   local      the same on the local backend with preset 1n2g
 #   failing    (local) a candidate with a missing Gloo interface FAILS: a row, the other wins;
 #              when every candidate fails: exit 1, no profile
@@ -19,7 +20,7 @@ case_name=$1 hpclaunch=$2 hpctrain=$3
 work=$(mktemp -d)
 cluster="tunetest$$"  # a profile of this test's own: its jobs are named tune-$cluster-c1, -c2
 cleanup() {
-  if [[ $case_name == slurm ]]; then
+  if [[ $case_name == slurm || $case_name == ssh ]]; then
     for c in c1 c2; do scancel --name="tune-$cluster-$c" 2>/dev/null || true; done
   fi
   rm -rf "$work"
@@ -38,7 +39,7 @@ tuned="$XDG_CONFIG_HOME/hpclaunch/clusters/$cluster-tuned.json"
 
 fail() {
   echo "FAIL: $*" >&2
-  for log in "$work"/runs/*/*.out; do  # the jobs' logs say why a candidate failed
+  for log in "$work"/runs/*/*.out "$work"/remote-runs/*/*.out; do  # the jobs' logs say why a candidate failed
     [[ -f $log ]] && { echo "--- $log" >&2; tail -n 20 "$log" >&2; }
   done
   exit 1
@@ -96,12 +97,18 @@ PY
   [[ $(grep -c 'busbw GB/s by size' "$work/show.out") -eq 2 ]] || fail "clusters show lacks the two tables"
 }
 
-run_dirs() { find "$work/runs" -mindepth 1 -maxdepth 1 -type d -name "tune-$cluster-c*" | sort; }
+run_dirs() { find "${runs:-$work/runs}" -mindepth 1 -maxdepth 1 -type d -name "tune-$cluster-c*" | sort; }
 
 case "$case_name" in
-  slurm|local)
+  slurm|ssh|local)
+    runs="$work/runs"
     if [[ $case_name == slurm ]]; then
       preset=2n4g backend=(--backend slurm)
+    elif [[ $case_name == ssh ]]; then
+      # Through the test cluster's sshd login node: the run directories (and allreduce.json,
+      # read back over SSH) are on the login node's side.
+      runs="$work/remote-runs"
+      preset=2n2g backend=(--host testlogin --ssh-config "$TESTCLUSTER_DIR/ssh/config" --remote-runs-dir "$runs")
     else
       preset=1n2g backend=(--local)
     fi
@@ -113,7 +120,7 @@ case "$case_name" in
     for d in "${dirs[@]}"; do
       [[ -s $d/allreduce.json ]] || fail "$d has no allreduce.json"
       grep -q 'bench-allreduce' "$d/script.sbatch" || fail "$d/script.sbatch does not run bench-allreduce"
-      if [[ $case_name == slurm ]]; then
+      if [[ $case_name != local ]]; then
         id=${d##*-}
         state=$(scontrol show job -o "$id" | grep -o 'JobState=[A-Z_]*')
         [[ $state == JobState=COMPLETED ]] || fail "job $id: $state"
