@@ -618,6 +618,10 @@ int run_tune(const TuneConfig& config, const BackendChoice& choice, const std::v
     o.log = j.log;
     o.nodes = j.nodes;
     if (!j.message.empty() || !o.bench) o.message = j.message;
+    if (o.state == "TIMEOUT") {
+      o.message = fmt::format("ended at its time limit ({}, --timeout {} s in whole minutes): hung, or --max too large? "
+                              "see the log", j.spec.shape.time, config.timeout_s);
+    }
   };
   std::map<std::string, std::string> last_line;
   BatchHooks hooks;

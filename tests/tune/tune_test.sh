@@ -12,6 +12,7 @@
 #   local      the same on the local backend with preset 1n2g
 #   failing    (local) a candidate with a missing Gloo interface FAILS: a row, the other wins;
 #              when every candidate fails: exit 1, no profile
+#   hang       (local) a candidate that hangs is ended by its time limit: a TIMEOUT row (~1 min)
 #   bad_input  empty grid, bad JSON (line:column), a variable given as an object, too many
 #              candidates, a multi-node preset with --local (tune and sweep): exit 2, one line,
 #              nothing written or submitted
@@ -163,6 +164,22 @@ PY
     [[ $status -eq 1 ]] || { cat "$work/all.out" "$work/all.err" >&2; fail "all candidates failed: exit $status, expected 1"; }
     grep -q 'no candidate gave a measurement; nothing written' "$work/all.err" || fail "no 'nothing written' line"
     [[ ! -e "$XDG_CONFIG_HOME/hpclaunch/clusters/allfail.json" ]] || fail "a profile was written although every candidate failed"
+    ;;
+  hang)
+    # A candidate that hangs (the trainer wrapper sleeps when HANG=1) ends at its time limit
+    # (--timeout 30: 1 minute) and is a TIMEOUT row; the other one wins. Takes about a minute.
+    printf '#!/bin/bash\nif [[ ${HANG:-0} == 1 ]]; then sleep 600; fi\nexec "%s" "$@"\n' "$hpctrain" >"$work/maybe-hang.sh"
+    chmod +x "$work/maybe-hang.sh"
+    hpctrain="$work/maybe-hang.sh"
+    echo '{"variables": {"HANG": [0, 1]}}' >"$work/grid.json"
+    timeout=30
+    tune 1n2g --local >"$work/tune.out" 2>"$work/tune.err" ||
+      { status=$?; cat "$work/tune.out" "$work/tune.err" >&2; fail "tune exited with $status"; }
+    cat "$work/tune.out"
+    grep -Eq '^ +2 +c2 +- +TIMEOUT .*HANG=1 - ended at its time limit \(00:01:00, --timeout 30 s' "$work/tune.out" ||
+      fail "no TIMEOUT row for the hung candidate"
+    grep -q '"HANG": {' "$tuned" && grep -q '"value": "0"' "$tuned" || fail "the tuned profile does not set HANG=0"
+    grep -q 'HANG=1 (c2) gave no measurement: TIMEOUT' "$tuned" || fail "the reason does not name the hung candidate"
     ;;
   bad_input)
     expect_usage() {  # expect_usage PATTERN ARGS...: exit 2, one line matching PATTERN, nothing written
