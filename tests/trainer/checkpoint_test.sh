@@ -14,21 +14,6 @@ common=(--data "$WORK/data/corpus_train.txt" --val-data "$WORK/data/corpus_val.t
         --micro-batch 2 --seq-len 32 --total-batch-tokens 256 --warmup-steps 3 --decay-steps 9
         --max-lr 3e-3 --eval-every 0 --seed 21 --threads 1 --dist-timeout 60)
 
-train() {  # TAG STRATEGY WORLD [args]: metrics in $WORK/TAG.jsonl, logs in $WORK/TAG_RANK.log
-  local tag=$1 strategy=$2 world=$3 pids=() r
-  shift 3
-  port=$((port + 1))
-  for ((r = 0; r < world; r++)); do
-    RANK=$r WORLD_SIZE=$world LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-      "$HPCTRAIN" train "${common[@]}" --strategy "$strategy" --metrics "$WORK/$tag.jsonl" "$@" \
-      >"$WORK/${tag}_$r.log" 2>&1 &
-    pids+=($!)
-  done
-  for r in "${pids[@]}"; do
-    wait "$r" || fail "$tag ($strategy, W=$world) failed: $(cat "$WORK/$tag"_*.log)"
-  done
-}
-
 # 1. Bit-exact resume under zero1 and zero2 (and fsdp, when hpctrain has it).
 sharded=(zero1 zero2)
 if "$HPCTRAIN" train --help | grep -q fsdp; then sharded+=(fsdp); fi

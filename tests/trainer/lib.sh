@@ -22,20 +22,28 @@ make_corpus() {  # DIR
 # The "loss" values of a metrics file, one per line, as written (17 significant digits).
 losses() { grep -o '"loss":[^,]*' "$1" | cut -d: -f2; }
 
-# STRATEGY WORLD: WORLD local ranks of `hpctrain train "${common[@]}" --strategy STRATEGY` on the
-# next port after $port; metrics in $WORK/STRATEGY_WORLD.jsonl, logs in $WORK/STRATEGY_WORLD_R.log.
-run_strategy() {
-  local strategy=$1 world=$2 pids=() r
+# TAG STRATEGY WORLD [ARGS]: WORLD local ranks of `hpctrain train "${common[@]}" --strategy
+# STRATEGY ARGS` on the next port after $port; metrics in $WORK/TAG.jsonl, logs in
+# $WORK/TAG_RANK.log.
+train() {
+  local tag=$1 strategy=$2 world=$3 pids=() r
+  shift 3
   port=$((port + 1))
   for ((r = 0; r < world; r++)); do
     RANK=$r WORLD_SIZE=$world LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-      "$HPCTRAIN" train "${common[@]}" --strategy "$strategy" \
-      --metrics "$WORK/${strategy}_$world.jsonl" >"$WORK/${strategy}_${world}_$r.log" 2>&1 &
+      "$HPCTRAIN" train "${common[@]}" --strategy "$strategy" --metrics "$WORK/$tag.jsonl" "$@" \
+      >"$WORK/${tag}_$r.log" 2>&1 &
     pids+=($!)
   done
   for r in "${pids[@]}"; do
-    wait "$r" || fail "$strategy at W=$world failed: $(cat "$WORK/${strategy}_${world}"_*.log)"
+    wait "$r" || fail "$tag ($strategy, W=$world) failed: $(cat "$WORK/$tag"_*.log)"
   done
+}
+
+# STRATEGY WORLD: train STRATEGY_WORLD STRATEGY WORLD, and rank 0 said it ran that strategy.
+run_strategy() {
+  local strategy=$1 world=$2
+  train "${strategy}_$world" "$strategy" "$world"
   grep -q "world $world ($strategy)" "$WORK/${strategy}_${world}_0.log" ||
     fail "rank 0 did not run $strategy: $(head -n1 "$WORK/${strategy}_${world}_0.log")"
 }

@@ -13,21 +13,6 @@ common=(--data "$WORK/data/corpus_train.txt" --model tiny --micro-batch 2 --seq-
         --total-batch-tokens 256 --warmup-steps 3 --decay-steps 10 --max-lr 3e-3 --grad-clip 0.5
         --eval-every 0 --seed 11 --threads 1 --dist-timeout 60)
 
-train() {  # TAG STRATEGY WORLD [args]: metrics in $WORK/TAG.jsonl, logs in $WORK/TAG_RANK.log
-  local tag=$1 strategy=$2 world=$3 pids=() r
-  shift 3
-  port=$((port + 1))
-  for ((r = 0; r < world; r++)); do
-    RANK=$r WORLD_SIZE=$world LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-      "$HPCTRAIN" train "${common[@]}" --strategy "$strategy" --metrics "$WORK/$tag.jsonl" "$@" \
-      >"$WORK/${tag}_$r.log" 2>&1 &
-    pids+=($!)
-  done
-  for r in "${pids[@]}"; do
-    wait "$r" || fail "$tag ($strategy, W=$world) failed: $(cat "$WORK/$tag"_*.log)"
-  done
-}
-
 # The losses of GOT (a resumed run's metrics) against those of steps FIRST.. of the full run.
 same_losses() {  # GOT FIRST WHAT
   paste <(losses "$WORK/full.jsonl" | tail -n +$(($2 + 1))) <(losses "$1") |
