@@ -11,6 +11,7 @@
 #include <set>
 
 #include "error.h"
+#include "host.h"
 #include "json_file.h"
 #include "plot.h"
 #include "sweep.h"
@@ -201,15 +202,8 @@ class ScriptedBackend : public Backend {
     s.stdout_path = jobs[id].second + "/job.out";
     return s;
   }
-  LogChunk read_log(const std::string& path, uint64_t offset, size_t) override {
-    LogChunk c;
-    std::ifstream in(path);
-    if (!in) return c;
-    c.exists = true;
-    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    c.data = offset < all.size() ? all.substr(offset) : "";
-    c.next_offset = all.size();
-    return c;
+  LogChunk read_log(const std::string& path, uint64_t offset, size_t max_bytes) override {
+    return LocalHost().read_file(path, offset, max_bytes);  // the jobs' "logs" are local files
   }
   void cancel(const std::string& id) override { cancelled.insert(id); }
 
