@@ -53,7 +53,7 @@ field() { grep -o "\"$2\":[^,}]*" "$1" | cut -d: -f2; }
 
 # WHAT ARGS...: two local ranks of `hpctrain train "${common[@]}" ARGS` (a long run, --dist-timeout
 # 10) on the next port; rank 1 is killed at step 3 and rank 0 must then exit non-zero within 60 s
-# instead of hanging. Rank 0's log stays in $WORK/d0.log.
+# instead of hanging, with an error that names rank 1. Rank 0's log stays in $WORK/d0.log.
 dead_peer_check() {
   local what=$1 pid0 pid1 start rc=0
   shift
@@ -70,5 +70,7 @@ dead_peer_check() {
   timeout 60 tail --pid="$pid0" -f /dev/null || { kill -9 "$pid0"; fail "$what: rank 0 hung after its peer died"; }
   wait "$pid0" || rc=$?
   [[ $rc -ne 0 ]] || fail "$what: rank 0 exited 0 after its peer died"
+  grep -q "rank 1 did not answer within 5 s" "$WORK/d0.log" ||
+    fail "$what: rank 0's error does not name the lost rank: $(tail -n1 "$WORK/d0.log")"
   echo "dead peer: $what rank 0 exited with status $rc after $((SECONDS - start)) s: $(tail -n1 "$WORK/d0.log")"
 }

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <sstream>
+#include <thread>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -62,8 +63,9 @@ class SliceAfter final : public Communicator::Pending {
 template <typename PG>
 class C10dCommunicator final : public Communicator {
  public:
-  C10dCommunicator(c10::intrusive_ptr<PG> pg, int rank, int world, const char* name)
-      : pg_(std::move(pg)), rank_(rank), world_(world), name_(name) {}
+  C10dCommunicator(c10::intrusive_ptr<PG> pg, c10::intrusive_ptr<c10d::Store> store, int rank,
+                   int world, const char* name)
+      : pg_(std::move(pg)), store_(std::move(store)), rank_(rank), world_(world), name_(name) {}
   int rank() const override { return rank_; }
   int world() const override { return world_; }
   const char* backend() const override { return name_; }
@@ -96,6 +98,32 @@ class C10dCommunicator final : public Communicator {
 
   void barrier() override { pg_->barrier(c10d::BarrierOptions())->wait(); }
 
+  std::string lost_ranks(std::chrono::milliseconds grace) override {
+    auto key = [](int r) { return fmt::format("hpctrain/alive-after-failure/{}", r); };
+    std::vector<int> missing;
+    try {
+      store_->set(key(rank_), std::vector<uint8_t>{'1'});
+      const auto deadline = std::chrono::steady_clock::now() + grace;
+      do {
+        missing.clear();
+        for (int r = 0; r < world_; ++r) {
+          if (r != rank_ && !store_->check({key(r)})) missing.push_back(r);
+        }
+        if (missing.empty()) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      } while (std::chrono::steady_clock::now() < deadline);
+    } catch (const std::exception&) {
+      return rank_ == 0 ? "this rank's rendezvous store failed"
+                        : "rank 0 is gone (its rendezvous store does not answer)";
+    }
+    if (missing.empty()) return "every rank is still there (a collective timed out)";
+    std::string list;
+    for (int r : missing) list += (list.empty() ? "" : ", ") + std::to_string(r);
+    return fmt::format("rank{} {} did not answer within {} s: lost (died or was killed), or stuck "
+                       "waiting for one that was", missing.size() > 1 ? "s" : "", list,
+                       std::chrono::duration_cast<std::chrono::seconds>(grace).count());
+  }
+
   std::unique_ptr<Pending> all_gather_flat(at::Tensor& out, const at::Tensor& in) override {
 #if HPC_HAVE_NCCL
     if constexpr (std::is_same_v<PG, c10d::ProcessGroupNCCL>) {
@@ -127,6 +155,7 @@ class C10dCommunicator final : public Communicator {
 
  private:
   c10::intrusive_ptr<PG> pg_;
+  c10::intrusive_ptr<c10d::Store> store_;
   int rank_, world_;
   const char* name_;
 };
@@ -142,6 +171,15 @@ std::vector<std::string> split_commas(const std::string& s) {
 }
 
 }  // namespace
+
+std::string collective_failure(Communicator& comm, const std::string& what, double timeout_s,
+                               const std::exception& error) {
+  std::string msg = error.what();
+  msg = msg.substr(0, msg.find('\n'));
+  return fmt::format("rank {}: {} failed, a peer died or stopped answering (--dist-timeout {} s): {}; "
+                     "c10d: {}", comm.rank(), what, timeout_s,
+                     comm.lost_ranks(std::chrono::seconds(5)), msg);
+}
 
 std::unique_ptr<Communicator> connect(const Rendezvous& rdv, const std::string& device,
                                       std::chrono::milliseconds timeout) {
@@ -168,7 +206,7 @@ std::unique_ptr<Communicator> connect(const Rendezvous& rdv, const std::string& 
     auto opts = c10d::ProcessGroupNCCL::Options::create();
     opts->timeout = timeout;
     auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rdv.rank, rdv.world, opts);
-    return std::make_unique<C10dCommunicator<c10d::ProcessGroupNCCL>>(pg, rdv.rank, rdv.world, "nccl");
+    return std::make_unique<C10dCommunicator<c10d::ProcessGroupNCCL>>(pg, store, rdv.rank, rdv.world, "nccl");
 #else
     throw UserError("--strategy", "this hpctrain was built without NCCL, so CUDA tensors cannot be reduced",
                     "build against a CUDA LibTorch with NCCL, or use --device cpu");
@@ -188,7 +226,7 @@ std::unique_ptr<Communicator> connect(const Rendezvous& rdv, const std::string& 
   }
   opts->threads = int(opts->devices.size()) * 2;
   auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rdv.rank, rdv.world, opts);
-  return std::make_unique<C10dCommunicator<c10d::ProcessGroupGloo>>(pg, rdv.rank, rdv.world, "gloo");
+  return std::make_unique<C10dCommunicator<c10d::ProcessGroupGloo>>(pg, store, rdv.rank, rdv.world, "gloo");
 #else
   throw UserError("--strategy", "this hpctrain was built without Gloo, so CPU tensors cannot be reduced",
                   "install libgloo-dev and rebuild, or run on CUDA with NCCL");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,12 @@ class Communicator {
   virtual void all_gather(std::vector<at::Tensor>& out, const at::Tensor& in) = 0;
   virtual void barrier() = 0;
 
+  // After a collective failed: which ranks are gone. Every rank that gets here checks in at the
+  // rendezvous store and waits up to `grace` for the others; the ones that never do are named
+  // ("rank 1 did not answer within 5 s: it died, or is stuck waiting for one that did"). When
+  // the store itself is unreachable, rank 0 (which serves it) is gone. One line, never throws.
+  virtual std::string lost_ranks(std::chrono::milliseconds grace) = 0;
+
   // Flat forms for sharded parameters (fsdp), both started now and finished by wait():
   // every rank's `in` [S] into `out` [W S], rank r's at [r S, r S + S). NCCL: _allgather_base;
   // Gloo: the list all-gather into views of `out`.
@@ -47,6 +54,11 @@ class Communicator {
   // and wait() copies the slice. `in` may hold the sum afterwards: don't reuse its values.
   virtual std::unique_ptr<Pending> reduce_scatter_flat(at::Tensor& out, at::Tensor& in) = 0;
 };
+
+// The one line for a collective that failed on this rank: what failed, which ranks are gone
+// (Communicator::lost_ranks, a 5 s grace) and the first line of c10d's own error.
+std::string collective_failure(Communicator& comm, const std::string& what, double timeout_s,
+                               const std::exception& error);
 
 // Meets the other ranks at the rendezvous' master (a TCPStore served by rank 0) and builds the
 // process group: NCCL when `device` is "cuda:N" and LibTorch has it, else Gloo. Gloo uses the

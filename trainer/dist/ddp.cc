@@ -104,11 +104,8 @@ class Ddp final : public Strategy {
       return sharded_->clip_and_step(max_norm, lr);
     } catch (const std::exception& e) {  // Gloo rethrows its own errors (gloo::IoException)
       // The step's only failures are its collectives': say what that means for the job.
-      std::string msg = e.what();
-      throw std::runtime_error(fmt::format(
-          "rank {}: the {} step's collectives failed, a peer died or stopped answering "
-          "(--dist-timeout {} s): {}", rank(), name(), options_.timeout_s,
-          msg.substr(0, msg.find('\n'))));
+      throw std::runtime_error(collective_failure(*comm_, fmt::format("the {} step's collectives", name()),
+                                                  options_.timeout_s, e));
     }
   }
 
@@ -120,11 +117,8 @@ class Ddp final : public Strategy {
     try {
       sharded_->all_gather_parameters();
     } catch (const std::exception& e) {
-      std::string msg = e.what();
-      throw std::runtime_error(fmt::format(
-          "rank {}: the all-gather after loading a checkpoint failed, a peer died or stopped "
-          "answering (--dist-timeout {} s): {}", rank(), options_.timeout_s,
-          msg.substr(0, msg.find('\n'))));
+      throw std::runtime_error(collective_failure(*comm_, "the all-gather after loading a checkpoint",
+                                                  options_.timeout_s, e));
     }
   }
   int64_t optimizer_steps() const override { return sharded_ ? sharded_->steps() : 0; }
@@ -150,11 +144,7 @@ class Ddp final : public Strategy {
     try {
       work.wait();
     } catch (const std::exception& e) {
-      std::string msg = e.what();
-      msg = msg.substr(0, msg.find('\n'));
-      throw std::runtime_error(fmt::format(
-          "rank {}: {} failed, a peer died or stopped answering (--dist-timeout {} s): {}", rank(),
-          what, options_.timeout_s, msg));
+      throw std::runtime_error(collective_failure(*comm_, what, options_.timeout_s, e));
     }
   }
 

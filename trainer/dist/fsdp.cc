@@ -273,10 +273,7 @@ class Fsdp final : public Strategy, public UnitHooks {
     try {
       work.wait();
     } catch (const std::exception& e) {  // c10d's errors name a socket: say what it means
-      std::string msg = e.what();
-      throw std::runtime_error(fmt::format(
-          "rank {}: fsdp {} failed, a peer died or stopped answering (--dist-timeout {} s): {}", rank(),
-          what, options_.timeout_s, msg.substr(0, msg.find('\n'))));
+      throw std::runtime_error(collective_failure(*comm_, fmt::format("fsdp {}", what), options_.timeout_s, e));
     }
   }
 
