@@ -8,10 +8,11 @@
 //
 // Gradients are gathered into buckets in reverse parameter order (the order backward produces
 // them): the first bucket ~1 MiB so communication starts early, the rest ~25 MiB. A post-hook on
-// each parameter's gradient accumulator copies the gradient into its bucket; when a bucket's last
-// gradient arrives its all-reduce starts asynchronously, overlapping the rest of backward. An
-// engine callback, run when backward ends, waits for the buckets, divides by the world size and
-// copies the means back into the gradients, before the optimiser sees them. On micro-steps that
+// each parameter's gradient accumulator copies the gradient into its bucket (and drops the
+// .grad tensor); when a bucket's last gradient arrives its all-reduce starts asynchronously,
+// overlapping the rest of backward. An engine callback, run when backward ends, waits for the
+// buckets, divides by the world size and makes each .grad a view of its piece of the bucket
+// (PyTorch's gradient_as_bucket_view: no copy back), before the optimiser sees them. On micro-steps that
 // only accumulate (all but the last of a step) the hooks do nothing.
 #include <atomic>
 
@@ -127,10 +128,9 @@ class Ddp final : public Strategy {
   }
 
   HeldBytes held_bytes() const override {
+    // ddp/zero1: between steps the gradients are views of the buckets, counted once by the
+    // caller as the parameters' .grad; zero2 frees its buckets.
     HeldBytes h;
-    for (const auto& b : buckets_) {
-      if (b.flat.defined()) h.gradients += b.flat.numel() * int64_t(b.flat.element_size());
-    }
     if (sharded_) {
       h.gradients += sharded_->gradient_bytes();
       h.optimizer = sharded_->state_bytes();
@@ -200,6 +200,7 @@ class Ddp final : public Strategy {
     const int64_t n = params_[i].numel();
     if (!b.flat.defined()) b.flat = torch::empty({b.numel}, flat_options());  // zero2
     b.flat.narrow(0, b.offset[slot_of_[i]], n).copy_(g.reshape({n}));
+    params_[i].mutable_grad() = at::Tensor();  // finalize points it at the bucket
     if (--b.pending == 0) b.work = comm_->all_reduce_sum(b.flat);
   }
 
@@ -221,11 +222,11 @@ class Ddp final : public Strategy {
         b.pending = b.params.size();
         continue;
       }
+      // The means stay in the bucket: each gradient becomes a view of its piece (no copy back;
+      // the next step's backward writes fresh .grad tensors before the bucket is reused).
       for (size_t s = 0; s < b.params.size(); ++s) {
         auto& p = params_[b.params[s]];
-        const int64_t n = p.numel();
-        auto& g = p.mutable_grad();
-        g.copy_(b.flat.narrow(0, b.offset[s], n).view(g.sizes()));
+        p.mutable_grad() = b.flat.narrow(0, b.offset[s], p.numel()).view(p.sizes());
       }
       b.pending = b.params.size();
     }
