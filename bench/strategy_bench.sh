@@ -127,7 +127,7 @@ for row in "${rows[@]}"; do
 done
 echo "#"
 echo "# (held: params + grads + adamw between steps; formula: none and ddp 16P, zero1 8P+8P/W,"
-echo "#  zero2 4P+12P/W, fsdp 16P/W; ddp's and zero1's grads include their all-reduce buckets, 4P)"
+echo "#  zero2 4P+12P/W, fsdp 16P/W; ddp's and zero1's grads are views of their all-reduce buckets)"
 echo "#"
 echo "# Step time at W=2 (ms, rank 0, median over steps 3..$STEPS of $ROUNDS interleaved runs):"
 printf '%-8s %10s %10s %12s\n' strategy "median ms" "tokens/s" "time / ddp's"
