@@ -27,6 +27,9 @@ struct BatchJob {
   std::string nodes;            // the job's node list once it ran ("" before)
   bool started = false;         // seen RUNNING (or later)
   BatchClock::time_point waiting_since, running_since;
+  // PREEMPTED / NODE_FAIL: since when; the job stays active until requeue_settle_s has passed
+  // without Slurm requeueing it (it then shows PENDING again).
+  std::optional<BatchClock::time_point> settling_since;
   long elapsed = -1;            // seconds, as the scheduler says; -1 unknown
 
   // Submitted and neither ended nor given up on (START_TIMEOUT, HUNG).
@@ -38,6 +41,7 @@ struct BatchLimits {
   long start_timeout_s = 600;  // not running after this: cancelled, state START_TIMEOUT
   long run_timeout_s = 0;      // running longer than this: cancelled, state HUNG; 0: no bound
   double poll_interval_s = 1.0;
+  double requeue_settle_s = 10;  // how long a PREEMPTED / NODE_FAIL job is watched for a requeue
 };
 
 struct BatchHooks {

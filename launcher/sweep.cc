@@ -437,6 +437,7 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
   limits.max_concurrent = config.max_concurrent;
   limits.start_timeout_s = config.start_timeout_s;
   limits.poll_interval_s = config.poll_interval_s;
+  limits.requeue_settle_s = config.requeue_settle_s;
   BatchHooks hooks;
   hooks.completed = [&](BatchJob& j) {
     for (auto& p : points)

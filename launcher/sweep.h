@@ -24,6 +24,7 @@ struct SweepConfig {
   int warmup_steps = -1;                 // steps dropped before averaging; -1: max(3, 20%)
   long start_timeout_s = 600;            // a point still not running after this is cancelled
   double poll_interval_s = 1.0;
+  double requeue_settle_s = 10;          // a PREEMPTED / NODE_FAIL point is watched for a requeue
   std::string out_dir;                   // "" = sweeps/<presets>-<strategies>-<scaling>
   std::vector<std::string> sets;         // --set key.path=value for every point
   std::vector<std::string> trainer_args; // after --, for every point

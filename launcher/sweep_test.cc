@@ -185,7 +185,7 @@ class ScriptedBackend : public Backend {
     std::string outcome;
     for (const auto& [name, o] : outcome_)
       if (r.job_name.find(name) != std::string::npos) outcome = o;
-    if (outcome == "COMPLETED") {
+    if (outcome == "COMPLETED" || outcome == "PREEMPTED_THEN_REQUEUED") {
       std::ofstream(s.run_dir + "/metrics.jsonl") << "{\"step\":0,\"tokens_per_s\":1}\n{\"step\":1,\"tokens_per_s\":500}\n";
     }
     std::ofstream(s.run_dir + "/job.out") << "log\n";
@@ -197,6 +197,10 @@ class ScriptedBackend : public Backend {
     JobStatus s;
     s.id = id;
     s.state = jobs[id].first == "PENDING" && cancelled.count(id) ? "CANCELLED" : jobs[id].first;
+    if (s.state == "PREEMPTED_THEN_REQUEUED") {  // as Slurm shows a requeued job, poll by poll
+      static const char* seen[] = {"RUNNING", "PREEMPTED", "PREEMPTED", "PENDING", "RUNNING", "COMPLETED"};
+      s.state = seen[std::min<size_t>(polls[id]++, 5)];
+    }
     if (s.state == "PENDING") s.reason = "Resources";
     if (s.state == "FAILED") s.exit_code = 3;
     s.stdout_path = jobs[id].second + "/job.out";
@@ -210,6 +214,7 @@ class ScriptedBackend : public Backend {
   std::vector<std::string> submitted;
   std::set<std::string> cancelled;
   std::map<std::string, std::pair<std::string, std::string>> jobs;  // id -> (state, run dir)
+  std::map<std::string, size_t> polls;
 
  private:
   fs::path root_;
@@ -260,5 +265,33 @@ TEST_CASE("a sweep keeps failed and never-started points as rows, and resumes on
   REQUIRE(rows[2].efficiency);
   CHECK(*rows[2].speedup == Approx(1.0));  // same tokens/s on 4 GPUs: no speedup
   CHECK(*rows[2].efficiency == Approx(0.25));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a preempted point is watched for a requeue: requeued, it is measured; not, it is a row", "[sweep]") {
+  fs::path dir = fs::temp_directory_path() / ("sweep_preempt_test_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "runs");
+  SweepConfig c;
+  c.presets = {"1n1g", "1n2g"};
+  c.strategies = {"ddp"};
+  c.max_concurrent = 2;
+  c.poll_interval_s = 0.02;
+  c.requeue_settle_s = 0.5;
+  c.no_project = true;
+  c.out_dir = (dir / "sw").string();
+  BackendChoice choice;
+  choice.runs_dir = (dir / "runs").string();
+  ScriptedBackend backend(dir / "runs", {{"-1n1g-", "PREEMPTED_THEN_REQUEUED"}, {"-1n2g-", "PREEMPTED"}}, 300);
+  CHECK(run_sweep(c, choice, {"hpclaunch", "sweep"}, &backend) == 1);
+  CHECK(backend.submitted.size() == 2);  // the requeue is Slurm's: nothing submitted again
+  auto rows = parse_results_csv(read_text_file(dir / "sw/results.csv"), "results.csv");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].state == "COMPLETED");
+  CHECK(rows[0].job_id == "300");
+  REQUIRE(rows[0].tokens_per_s);
+  CHECK(*rows[0].tokens_per_s == Approx(500));
+  CHECK(rows[1].state == "PREEMPTED");
+  CHECK(rows[1].message.find("job ended PREEMPTED") != std::string::npos);
   fs::remove_all(dir);
 }
