@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # preempt_test.sh CASE HPCLAUNCH HPCTRAIN: preemption and dead peers on the real test cluster
 # (tests/cluster's slurm_cluster fixture; SLURM_CONF comes from CTest). The real hpctrain trains a
-# tiny GPT on CPU with Gloo under `--strategy ddp`, 2 nodes x 1 rank (preset 2n2g with
+# tiny GPT on CPU with Gloo under `--strategy ddp` (fsdp for requeue_fsdp), 2 nodes x 1 rank (preset 2n2g with
 # shape.gpus_per_node=1), launched by `hpclaunch run`, which follows the job to its end.
 #   requeue    an uninterrupted run gives the final loss L; the same run sent
 #              `scancel --signal=USR1 --batch` after its first steps checkpoints, exits 75,
 #              requeues itself (Restarts=1), resumes from the checkpoint and ends with L (to
 #              1e-6, every step's loss too); `hpclaunch run` follows it through the requeue and
 #              exits 0; `hpclaunch status` shows "requeues 1 of at most 3"
+#   requeue_fsdp  the same under --strategy fsdp (300 steps): each rank writes its shard of the
+#              checkpoint, the requeued ranks load theirs
 #   bound      job.max_requeues=0: after USR1 the trainer stops with 75, the script does not
 #              requeue and says why, the job is FAILED with 75 and hpclaunch says the requeue
 #              did not happen
@@ -44,10 +46,11 @@ done >"$work/corpus.txt"
 
 # hpclaunch run with the trainer's arguments after ours (and launcher_args before them).
 launcher_args=()
+strategy=ddp
 run_job() {  # TAG MAX_STEPS [more trainer args]
   local tag=$1 steps=$2
   shift 2
-  "$hpclaunch" run --no-project --preset 2n2g --strategy ddp "${launcher_args[@]}" \
+  "$hpclaunch" run --no-project --preset 2n2g --strategy "$strategy" "${launcher_args[@]}" \
     --set shape.gpus_per_node=1 --set shape.cpus_per_gpu=1 --set "job.name=$name" \
     --set "trainer.program=$hpctrain" -- \
     --data "$work/corpus.txt" --data-format text --model tiny --micro-batch 4 --seq-len 64 \
@@ -90,8 +93,11 @@ losses() {
 }
 
 case "$case_name" in
-  requeue)
+  requeue | requeue_fsdp)
     steps=600  # ~10 s: time to see the first steps and signal the job before it ends
+    if [[ $case_name == requeue_fsdp ]]; then
+      strategy=fsdp steps=300  # fsdp's many small collectives make a tiny model's step ~3x longer
+    fi
     # (a) uninterrupted
     run_job full $steps 2>"$work/full.err" >"$work/full.out" || fail "uninterrupted run exited with $?"
     full_id=$(submitted_id "$work/full.err")
@@ -134,7 +140,8 @@ case "$case_name" in
       END { exit bad }' >&2 || fail "losses differ"
     status=$("$hpclaunch" status "$job" 2>&1) || fail "hpclaunch status exited $?: $status"
     grep -q "^requeues 1 of at most 3 (job.max_requeues)" <<<"$status" || fail "status: $status"
-    echo "requeue: USR1 after step $signalled_at, Restarts=1, final loss $(tail -n 1 "$work/split.losses" | cut -d' ' -f2) = $(tail -n 1 "$work/full.losses" | cut -d' ' -f2), all $steps losses equal to 1e-6"
+    grep -q "world 2 ($strategy)" "$work/split.out" || fail "the job did not run $strategy"
+    echo "$case_name: $strategy, USR1 after step $signalled_at, Restarts=1, final loss $(tail -n 1 "$work/split.losses" | cut -d' ' -f2) = $(tail -n 1 "$work/full.losses" | cut -d' ' -f2), all $steps losses equal to 1e-6"
     ;;
   bound)
     launcher_args=(--set job.max_requeues=0)
@@ -190,5 +197,5 @@ case "$case_name" in
     grep -qF "$named" "$work/dead.err" || fail "hpclaunch did not name rank $victim_rank"
     echo "$case_name: rank $victim_rank killed; job FAILED $seconds s later (hpclaunch exit $rc): $named"
     ;;
-  *) echo "usage: $0 requeue|bound|dead_rank|dead_rank0 HPCLAUNCH HPCTRAIN" >&2; exit 2 ;;
+  *) echo "usage: $0 requeue|requeue_fsdp|bound|dead_rank|dead_rank0 HPCLAUNCH HPCTRAIN" >&2; exit 2 ;;
 esac
