@@ -11,6 +11,7 @@
 #include <thread>
 #include <type_traits>
 
+#include <ATen/Functions.h>
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/version.h>
@@ -171,6 +172,13 @@ std::vector<std::string> split_commas(const std::string& s) {
 }
 
 }  // namespace
+
+double sum_over_ranks(Communicator& comm, double value, const at::Device& device) {
+  auto t = at::full({1}, value, at::TensorOptions().dtype(at::kDouble).device(device));
+  if (comm.backend() == std::string("nccl")) t = t.to(at::kFloat);
+  comm.all_reduce_sum(t)->wait();
+  return t.item<double>();
+}
 
 std::string collective_failure(Communicator& comm, const std::string& what, double timeout_s,
                                const std::exception& error) {

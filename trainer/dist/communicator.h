@@ -55,6 +55,10 @@ class Communicator {
   virtual std::unique_ptr<Pending> reduce_scatter_flat(at::Tensor& out, at::Tensor& in) = 0;
 };
 
+// The sum over ranks of one number, reduced on `device` (as float on NCCL). Blocks; throws what
+// Pending::wait throws.
+double sum_over_ranks(Communicator& comm, double value, const at::Device& device);
+
 // The one line for a collective that failed on this rank: what failed, which ranks are gone
 // (Communicator::lost_ranks, a 5 s grace) and the first line of c10d's own error.
 std::string collective_failure(Communicator& comm, const std::string& what, double timeout_s,

@@ -90,10 +90,11 @@ class Ddp final : public Strategy {
   }
 
   double mean_over_ranks(double value) override {
-    auto t = torch::full({1}, value, torch::TensorOptions().dtype(at::kDouble).device(device()));
-    if (comm_->backend() == std::string("nccl")) t = t.to(at::kFloat);
-    wait_for(*comm_->all_reduce_sum(t), "loss all-reduce");
-    return t.item<double>() / double(world());
+    try {
+      return sum_over_ranks(*comm_, value, device()) / double(world());
+    } catch (const std::exception& e) {
+      throw std::runtime_error(collective_failure(*comm_, "loss all-reduce", options_.timeout_s, e));
+    }
   }
 
   void barrier() override { comm_->barrier(); }

@@ -179,10 +179,11 @@ class Fsdp final : public Strategy, public UnitHooks {
   }
 
   double mean_over_ranks(double value) override {
-    auto t = torch::full({1}, value, torch::TensorOptions().dtype(at::kDouble).device(device()));
-    if (comm_->backend() == std::string("nccl")) t = t.to(at::kFloat);
-    wait_for(*comm_->all_reduce_sum(t), "loss all-reduce");
-    return t.item<double>() / double(world());
+    try {
+      return sum_over_ranks(*comm_, value, device()) / double(world());
+    } catch (const std::exception& e) {
+      throw std::runtime_error(collective_failure(*comm_, "loss all-reduce", options_.timeout_s, e));
+    }
   }
 
   void barrier() override { comm_->barrier(); }
@@ -195,10 +196,12 @@ class Fsdp final : public Strategy, public UnitHooks {
       if (plain_cpu_float(u.grad_shard)) sumsq += sum_of_squares(u.grad_shard.data_ptr<float>(), u.S);
       else sumsq += u.grad_shard.to(at::kDouble).pow(2).sum().item<double>();
     }
-    auto total_t = torch::full({1}, sumsq, torch::TensorOptions().dtype(at::kDouble).device(device()));
-    if (comm_->backend() == std::string("nccl")) total_t = total_t.to(at::kFloat);
-    wait_for(*comm_->all_reduce_sum(total_t), "gradient norm all-reduce");
-    const double total = std::sqrt(total_t.item<double>());
+    double total = 0;
+    try {
+      total = std::sqrt(sum_over_ranks(*comm_, sumsq, device()));
+    } catch (const std::exception& e) {
+      throw std::runtime_error(collective_failure(*comm_, "fsdp gradient norm all-reduce", options_.timeout_s, e));
+    }
     const double coef = std::min(1.0, max_norm / (total + 1e-6));  // as clip_grad_norm (optim.cc)
     ++steps_;
     const double bc1 = 1.0 - std::pow(options_.adamw.beta1, double(steps_));

@@ -85,11 +85,7 @@ double ShardedAdamW::clip_and_step(double max_norm, double lr) {
     if (plain_cpu_float(g)) sumsq += sum_of_squares(g.data_ptr<float>(), g.numel());
     else sumsq += g.to(at::kDouble).pow(2).sum().item<double>();
   }
-  auto total_t = torch::full({1}, sumsq, torch::TensorOptions().dtype(at::kDouble)
-                                             .device(params_[0].device()));
-  if (comm_.backend() == std::string("nccl")) total_t = total_t.to(at::kFloat);
-  comm_.all_reduce_sum(total_t)->wait();
-  const double total = std::sqrt(total_t.item<double>());
+  const double total = std::sqrt(sum_over_ranks(comm_, sumsq, params_[0].device()));
   // torch.nn.utils.clip_grad_norm_'s coefficient, as clip_grad_norm (optim.cc).
   const double coef = std::min(1.0, max_norm / (total + 1e-6));
   if (coef < 1.0) {
