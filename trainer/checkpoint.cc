@@ -19,8 +19,10 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "atomic_file.h"
 #include "dist/strategy.h"
 #include "error.h"
+#include "json_file.h"
 #include "model.h"
 #include "safetensors.h"
 #include "sha256.h"
@@ -134,14 +136,6 @@ class MappedFile {
   size_t bytes_ = 0;
 };
 
-std::string read_text(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw UserError(file.string(), "cannot read", "");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Makes the directory's entries (a rename) durable.
 void sync_directory(const fs::path& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -240,7 +234,7 @@ SavedCheckpoint save_checkpoint(const fs::path& dir, Manifest info, const std::v
   mine.sha256 = write_safetensors(tmp / mine.name, w.entries, {{"format", "hpctrain-shard"}});
   mine.bytes = fs::file_size(tmp / mine.name);
   w = WriteList();  // the CPU copies of the state are not needed any more
-  write_file_whole(tmp / sidecar_name(rank), shard_file_to_json(mine));
+  hpc::write_file_atomically(tmp / sidecar_name(rank), shard_file_to_json(mine));
   strategy.barrier();
 
   if (rank == 0) {
@@ -250,10 +244,10 @@ SavedCheckpoint save_checkpoint(const fs::path& dir, Manifest info, const std::v
     info.files.clear();
     for (int r = 0; r < world; ++r) {
       const fs::path side = tmp / sidecar_name(r);
-      info.files.push_back(parse_shard_file(read_text(side), side.string()));
+      info.files.push_back(parse_shard_file(hpc::read_text_file(side, "checkpoint shard description"), side.string()));
     }
     check_coverage(info, (tmp / "manifest.json").string());  // the strategy's pieces are complete
-    write_file_whole(tmp / "manifest.json", manifest_to_json(info));
+    hpc::write_file_atomically(tmp / "manifest.json", manifest_to_json(info));
     for (int r = 0; r < world; ++r) fs::remove(tmp / sidecar_name(r), ec);
     sync_directory(tmp);
     // A checkpoint of the same step (a damaged one that a resume fell back from) is replaced.
@@ -307,7 +301,7 @@ bool has_single_file_checkpoints(const fs::path& dir) {
 
 Manifest read_manifest(const fs::path& checkpoint_dir) {
   const fs::path file = checkpoint_dir / "manifest.json";
-  return parse_manifest(read_text(file), file.string());
+  return parse_manifest(hpc::read_text_file(file, "checkpoint manifest"), file.string());
 }
 
 std::optional<Checkpoint> select_checkpoint(const std::vector<fs::path>& candidates,
@@ -473,7 +467,7 @@ void export_hf(const fs::path& dir, GptImpl& model) {
       {"tie_word_embeddings", true},
       {"torch_dtype", "float32"},
   };
-  write_file_whole(dir / "config.json", j.dump(2) + "\n");
+  hpc::write_file_atomically(dir / "config.json", j.dump(2) + "\n");
 }
 
 void export_gradients(const fs::path& file, GptImpl& model) {

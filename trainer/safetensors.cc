@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "atomic_file.h"
 #include "error.h"
 #include "sha256.h"
 
@@ -100,36 +101,6 @@ SafetensorsFile::~SafetensorsFile() {
   if (map_) ::munmap(map_, map_bytes_);
 }
 
-void write_file_whole(const fs::path& path, const std::string& content) {
-  const fs::path tmp = path.string() + fmt::format(".tmp{}", ::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw UserError(path.string(), fmt::format("cannot write: {}", std::strerror(errno)),
-                    "check that the directory exists and is writable");
-  }
-  size_t done = 0;
-  while (done < content.size()) {
-    ssize_t w = ::write(fd, content.data() + done, content.size() - done);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw UserError(path.string(), fmt::format("write failed: {}", std::strerror(e)), "");
-    }
-    done += size_t(w);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    throw UserError(path.string(), "could not flush the file", "");
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    throw UserError(path.string(), fmt::format("rename failed: {}", std::strerror(e)), "");
-  }
-}
-
 std::string write_safetensors(const fs::path& path,
                        const std::vector<std::pair<std::string, TensorBytes>>& tensors,
                        const std::map<std::string, std::string>& metadata) {
@@ -148,7 +119,7 @@ std::string write_safetensors(const fs::path& path,
   for (int i = 0; i < 8; ++i) out.push_back(char((n >> (8 * i)) & 0xff));
   out += h;
   for (const auto& [name, t] : tensors) out.append(static_cast<const char*>(t.data), t.bytes);
-  write_file_whole(path, out);
+  hpc::write_file_atomically(path, out);
   return sha256_hex(out);
 }
 

@@ -51,7 +51,4 @@ std::string write_safetensors(const std::filesystem::path& path,
                        const std::vector<std::pair<std::string, TensorBytes>>& tensors,
                        const std::map<std::string, std::string>& metadata);
 
-// Writes `content` to `path` whole or not at all (temp file beside it, fsync, rename).
-void write_file_whole(const std::filesystem::path& path, const std::string& content);
-
 }  // namespace hpc::train
