@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <ctime>
 #include <thread>
 
 #include <fmt/core.h>
@@ -110,6 +111,13 @@ void check_backend_fits(const std::string& backend_kind, const Spec& spec, const
   throw UserError(where, fmt::format("preset {} has {} nodes, but the local backend runs one node",
                                      comment_text(spec.preset), spec.shape.nodes),
                   "use 1-node presets (1n1g, 1n2g, ...) with --local, or submit to Slurm (--backend slurm, --host)");
+}
+
+std::string now_hms() {
+  std::time_t t = std::time(nullptr);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%H:%M:%S", std::localtime(&t));
+  return buf;
 }
 
 std::string first_message_line(const std::string& text) {

@@ -64,6 +64,9 @@ void check_backend_fits(const std::string& backend_kind, const Spec& spec, const
 // A whole file on the backend's host; nullopt when it is not there.
 std::optional<std::string> read_backend_file(Backend& backend, const std::string& path);
 
+// The local time of day, HH:MM:SS: the prefix of the batch commands' progress lines.
+std::string now_hms();
+
 // The first line of a message, made printable.
 std::string first_message_line(const std::string& text);
 

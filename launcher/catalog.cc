@@ -104,18 +104,18 @@ fs::path Catalog::builtin_data_dir() {
   return HPC_SOURCE_DIR;
 }
 
+std::optional<fs::path> Catalog::user_dir() {
+  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg) return fs::path(xdg) / "hpclaunch";
+  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".config" / "hpclaunch";
+  return std::nullopt;
+}
+
 Catalog Catalog::from_environment() {
   std::vector<SearchDir> dirs;
   fs::path data = builtin_data_dir();
   dirs.push_back({data / "presets", data / "templates", "built-in"});
 
-  fs::path config;
-  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg) config = xdg;
-  else if (const char* home = std::getenv("HOME"); home && *home) config = fs::path(home) / ".config";
-  if (!config.empty()) {
-    fs::path d = config / "hpclaunch";
-    dirs.push_back({d, d / "templates", d.string()});
-  }
+  if (const auto d = user_dir()) dirs.push_back({*d, *d / "templates", d->string()});
   if (const char* path = std::getenv("HPCLAUNCH_PATH"); path && *path) {
     std::vector<fs::path> entries;
     std::string all = path;

@@ -44,6 +44,9 @@ class Catalog {
   static std::filesystem::path builtin_data_dir();
   // Built-in dir plus the user's directories, from the environment.
   static Catalog from_environment();
+  // The user's directory: $XDG_CONFIG_HOME/hpclaunch, else ~/.config/hpclaunch; nothing when
+  // neither variable is set.
+  static std::optional<std::filesystem::path> user_dir();
 
   std::vector<std::string> names(PresetKind kind) const;  // sorted, union of all dirs
   bool has(PresetKind kind, const std::string& name) const;

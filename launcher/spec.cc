@@ -111,10 +111,6 @@ bool matches_charset(const std::string& s, const char* extra) {
   return true;
 }
 
-bool is_env_name(const std::string& s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return matches_charset(s, "_");
-}
 
 // Options the spec itself renders; setting them again through sbatch_extra would contradict it.
 const std::vector<std::string>& managed_sbatch_options() {
@@ -367,6 +363,13 @@ json load_project_file(const SpecRequest& request, std::string& origin) {
 }
 
 }  // namespace
+
+bool is_env_name(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (unsigned char c : s)
+    if (!std::isalnum(c) && c != '_') return false;
+  return true;
+}
 
 long parse_slurm_time(const std::string& text, const std::string& where) {
   if (text == "UNLIMITED" || text == "INFINITE" || text == "unlimited" || text == "infinite")

@@ -103,6 +103,9 @@ struct SpecRequest {
   bool read_project_file = true;                          // --no-project turns it off
 };
 
+// A name a shell can export: letters, digits and '_', not starting with a digit.
+bool is_env_name(const std::string& s);
+
 // Merges the layers and validates the result. Throws UserError naming the file (or flag) and
 // key path of the first problem.
 Spec resolve_spec(const Catalog& catalog, const SpecRequest& request);

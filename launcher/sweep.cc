@@ -111,12 +111,6 @@ void validate(const SweepConfig& c) {
   if (c.start_timeout_s < 1) throw UserError("--start-timeout", "must be at least 1 second", "pass how long a point may wait to start");
 }
 
-std::string now_hms() {
-  std::time_t t = std::time(nullptr);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%H:%M:%S", std::localtime(&t));
-  return buf;
-}
 
 // The live table: redrawn in place on a terminal, a line per change otherwise.
 class SweepTable {

@@ -32,13 +32,6 @@ namespace {
 
 constexpr const char* kGridFix = "see docs/tuning.md for the grid file";
 
-bool is_env_name(const std::string& s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  for (unsigned char c : s)
-    if (!std::isalnum(c) && c != '_') return false;
-  return true;
-}
-
 std::string value_text(const TuneValue& v) { return v ? *v : "(unset)"; }
 
 // A grid value: a string, an integer (as its digits) or null (unset).
@@ -394,13 +387,11 @@ json tuned_profile(const std::string& cluster, const std::string& preset, const 
 }
 
 fs::path user_clusters_dir() {
-  fs::path config;
-  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg) config = xdg;
-  else if (const char* home = std::getenv("HOME"); home && *home) config = fs::path(home) / ".config";
-  if (config.empty()) {
+  const auto dir = Catalog::user_dir();
+  if (!dir) {
     throw UserError("$XDG_CONFIG_HOME", "neither XDG_CONFIG_HOME nor HOME is set", "set one: tuned profiles go to $XDG_CONFIG_HOME/hpclaunch/clusters");
   }
-  return config / "hpclaunch" / "clusters";
+  return *dir / "clusters";
 }
 
 json resolved_cluster_profile(const Catalog& catalog, const std::string& name) {
@@ -508,12 +499,6 @@ std::vector<std::string> describe_tuning(const json& t) {
 
 namespace {
 
-std::string now_hms() {
-  std::time_t t = std::time(nullptr);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%H:%M:%S", std::localtime(&t));
-  return buf;
-}
 
 void validate(const TuneConfig& c) {
   if (c.max_candidates < 1) throw UserError("--max-candidates", "must be at least 1", "pass how many benchmark jobs may run");
