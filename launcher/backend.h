@@ -2,6 +2,7 @@
 // local without Slurm). The pipeline is spec -> script -> Backend::submit -> follow.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <stdexcept>
 #include <utility>
@@ -34,6 +35,35 @@ struct JobStatus {
 
 // Slurm's JobState words that end a job.
 bool is_terminal_state(const std::string& state);
+
+// PREEMPTED and NODE_FAIL end a job unless Slurm requeues it (--requeue, PreemptMode=REQUEUE, or
+// the batch script's own requeue): it then shows PENDING again, Restarts one higher. Such a state
+// is watched for a settle time before it counts as final (follow, sweep and tune use this).
+class RequeueWatch {
+ public:
+  // True while `state` is PREEMPTED/NODE_FAIL and was first seen less than `settle` ago; the
+  // first call of such a watch sets *started. Any other state, or the end of the settle time,
+  // ends the watch.
+  bool may_be_requeued(const std::string& state, std::chrono::duration<double> settle,
+                       bool* started = nullptr) {
+    if (state != "PREEMPTED" && state != "NODE_FAIL") {
+      since_.reset();
+      return false;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!since_) {
+      since_ = now;
+      if (started) *started = true;
+    }
+    if (now - *since_ < settle) return true;
+    since_.reset();
+    return false;
+  }
+  bool watching() const { return since_.has_value(); }
+
+ private:
+  std::optional<std::chrono::steady_clock::time_point> since_;
+};
 
 struct LogChunk {
   bool exists = false;       // the file is there (a pending job has no log yet)

@@ -30,19 +30,6 @@ void submit_one(Backend& backend, const BackendChoice& choice, BatchJob& j,
   j.waiting_since = BatchClock::now();
 }
 
-// PREEMPTED and NODE_FAIL end a job unless Slurm requeues it: watched for requeue_settle_s.
-bool may_be_requeued(BatchJob& j, const std::string& state, const BatchLimits& limits) {
-  if (state != "PREEMPTED" && state != "NODE_FAIL") {
-    j.settling_since.reset();
-    return false;
-  }
-  const auto now = BatchClock::now();
-  if (!j.settling_since) j.settling_since = now;
-  if (now - *j.settling_since < std::chrono::duration<double>(limits.requeue_settle_s)) return true;
-  j.settling_since.reset();  // final: no longer active
-  return false;
-}
-
 // Asks the backend about one active job and applies the bounds. True when its state changed.
 bool poll_one(Backend& backend, BatchJob& j, const BatchLimits& limits, const BatchHooks& hooks) {
   JobStatus s;
@@ -84,7 +71,7 @@ bool poll_one(Backend& backend, BatchJob& j, const BatchLimits& limits, const Ba
     j.message = fmt::format("still running after {} s (the bound is {} s): hung? cancelled it; see the log",
                             running_for, limits.run_timeout_s);
     j.state = "HUNG";
-  } else if (may_be_requeued(j, s.state, limits)) {
+  } else if (j.requeue_watch.may_be_requeued(s.state, std::chrono::duration<double>(limits.requeue_settle_s))) {
     // Not final yet: Slurm may requeue it (PreemptMode=REQUEUE, --requeue), and then the same
     // job runs again and is measured as usual.
   } else if (s.state == "LOST" || s.terminal()) {
@@ -103,7 +90,7 @@ bool poll_one(Backend& backend, BatchJob& j, const BatchLimits& limits, const Ba
 
 bool BatchJob::active() const {
   if (job_id.empty() || state == "START_TIMEOUT" || state == "HUNG") return false;
-  return !is_terminal_state(state) || settling_since.has_value();
+  return !is_terminal_state(state) || requeue_watch.watching();
 }
 
 void check_backend_fits(const std::string& backend_kind, const Spec& spec, const std::string& where) {

@@ -27,9 +27,9 @@ struct BatchJob {
   std::string nodes;            // the job's node list once it ran ("" before)
   bool started = false;         // seen RUNNING (or later)
   BatchClock::time_point waiting_since, running_since;
-  // PREEMPTED / NODE_FAIL: since when; the job stays active until requeue_settle_s has passed
-  // without Slurm requeueing it (it then shows PENDING again).
-  std::optional<BatchClock::time_point> settling_since;
+  // PREEMPTED / NODE_FAIL: the job stays active until requeue_settle_s has passed without
+  // Slurm requeueing it (it then shows PENDING again).
+  RequeueWatch requeue_watch;
   long elapsed = -1;            // seconds, as the scheduler says; -1 unknown
 
   // Submitted and neither ended nor given up on (START_TIMEOUT, HUNG).

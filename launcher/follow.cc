@@ -94,7 +94,7 @@ class Follower {
   Progress progress_;
   bool status_drawn_ = false;
   std::optional<TaskFailure> first_failure_;  // of the current run (reset on a requeue)
-  std::optional<std::chrono::steady_clock::time_point> settle_since_;
+  RequeueWatch requeue_watch_;
 };
 
 std::string Follower::restart_text() const {
@@ -103,20 +103,12 @@ std::string Follower::restart_text() const {
   return s;
 }
 
-// PREEMPTED and NODE_FAIL end a job unless Slurm requeues it (--requeue, PreemptMode=REQUEUE):
-// it then shows PENDING again with Restarts one higher. Watch such a state for a while.
+// PREEMPTED and NODE_FAIL: watched for o_.requeue_settle (RequeueWatch), said once.
 bool Follower::may_be_requeued() {
-  const std::string& st = status_.state;
-  if (st != "PREEMPTED" && st != "NODE_FAIL") {
-    settle_since_.reset();
-    return false;
-  }
-  auto now = std::chrono::steady_clock::now();
-  if (!settle_since_) {
-    settle_since_ = now;
-    say("job " + id_ + " " + st + "; watching whether Slurm requeues it");
-  }
-  return now - *settle_since_ < o_.requeue_settle;
+  bool started = false;
+  const bool watching = requeue_watch_.may_be_requeued(status_.state, o_.requeue_settle, &started);
+  if (started) say("job " + id_ + " " + status_.state + "; watching whether Slurm requeues it");
+  return watching;
 }
 
 std::string Follower::status_text() const {
@@ -362,8 +354,9 @@ int Follower::run() {
       return 0;
     }
     drain_logs();
-    if (o_.follow && have_status_ && status_.terminal() && !may_be_requeued()) return finish();
-    if (have_status_ && !status_.terminal()) settle_since_.reset();
+    // Every poll: a PREEMPTED/NODE_FAIL watch ends when any other state shows.
+    const bool settling = o_.follow && have_status_ && may_be_requeued();
+    if (o_.follow && have_status_ && status_.terminal() && !settling) return finish();
     if (!o_.follow && have_status_) {
       emit_lines(stdout_, "", out_, true);
       emit_lines(stderr_, "", err_, true);
