@@ -180,6 +180,16 @@ std::string wait_job_state(const std::string& job_id, const std::vector<std::str
   }
 }
 
+bool wait_file_contains(const std::string& path, const std::string& needle,
+                        std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  while (true) {
+    if (file_exists(path) && contains(read_file(path), needle)) return true;
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(100ms);
+  }
+}
+
 std::vector<std::string> hostnames(const std::string& nodelist) {
   auto r = run({"scontrol", "show", "hostnames", nodelist});
   return r.ok() ? lines_of(r.out) : std::vector<std::string>{};

@@ -48,6 +48,9 @@ std::map<std::string, std::string> job_fields(const std::string& job_id);
 // Waits until the job's JobState is one of `states`; returns the last state seen.
 std::string wait_job_state(const std::string& job_id, const std::vector<std::string>& states,
                            std::chrono::milliseconds timeout = 30s);
+// Waits until the file at `path` exists and contains `needle`; whether it did within `timeout`.
+bool wait_file_contains(const std::string& path, const std::string& needle,
+                        std::chrono::milliseconds timeout = 30s);
 // `scontrol show hostnames EXPR`.
 std::vector<std::string> hostnames(const std::string& nodelist);
 // The job id in hpclaunch's "submitted job N" line; "" if there is none.

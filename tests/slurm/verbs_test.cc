@@ -96,6 +96,11 @@ TEST_CASE("cancel stops a running job, status then says CANCELLED", "[slurm][ver
   REQUIRE(sub.exit_code == 0);
   const std::string job = lines_of(sub.out).at(0);
   REQUIRE(wait_job_state(job, {"RUNNING"}) == "RUNNING");
+  // RUNNING means the batch script started; the probe's line comes once srun has started the
+  // step. Cancel only after it is in the log, so that the log below has exactly that line.
+  const std::string log =
+      ws.work() + "/runs/" + ws.job_name() + "-" + job + "/" + ws.job_name() + "-" + job + ".out";
+  REQUIRE(wait_file_contains(log, "probe rank=0"));
 
   auto running = ws.hpclaunch({"status", job});
   CHECK(std::regex_search(running.out, std::regex("\nstate +RUNNING\n")));
