@@ -4,8 +4,9 @@
 // srun spawns one process per task with the variables slurmstepd gives a task (SLURM_PROCID,
 // SLURM_LOCALID, SLURM_NODEID=0, SLURM_STEP_ID=0, SLURM_NTASKS, ...), each task in its own
 // process group inside the job's session, relays their output line by line (--label prefixes
-// "N: " like srun), forwards INT, TERM, USR1 and USR2 to every task, and exits like srun: with
-// the largest wait status of its tasks (an exit code beats a signal; 128+N for signal N).
+// "N: " like srun), forwards INT, TERM, USR1 and USR2 to every task, and exits like Slurm
+// 22.05's srun: 128+N when a task was ended by signal N (also one srun ended itself, and even
+// beside a larger exit code), otherwise the largest exit code of its tasks.
 //   --kill-on-bad-exit[=1]  a task that fails or is killed: the others get SIGTERM, then SIGKILL
 //   --wait=N                N seconds after the first task exits the rest are ended the same way
 // scontrol knows `show hostnames [LIST]` and `requeue JOBID` (see local_backend.h).

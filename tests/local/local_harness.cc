@@ -46,8 +46,10 @@ case $mode in
     if ((${SLURM_RESTART_COUNT:-0} >= 1)); then echo "probe rank=$SLURM_PROCID resumed"; exit 0; fi
     # Like hpctrain: every rank stops, they meet (a barrier through files), then all exit 75;
     # otherwise the first 75 ends the slower ranks (--kill-on-bad-exit) before their own stop.
+    # Once stopping, the TERM that srun sends the others after the first 75 changes nothing
+    # (hpctrain's TERM handler only asks for the stop that is already under way).
     stop_dir=".probe-stop-$SLURM_JOB_ID"
-    trap 'echo "probe rank=$SLURM_PROCID checkpoint"; mkdir -p "$stop_dir"; touch "$stop_dir/$SLURM_PROCID"
+    trap 'trap "" TERM; echo "probe rank=$SLURM_PROCID checkpoint"; mkdir -p "$stop_dir"; touch "$stop_dir/$SLURM_PROCID"
           while (($(find "$stop_dir" -type f | wc -l) < SLURM_NTASKS)); do sleep 0.05; done; exit 75' USR1
     for _ in $(seq 150); do sleep 0.2; done
     echo "probe rank=$SLURM_PROCID survived" ;;

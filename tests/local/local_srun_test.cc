@@ -67,17 +67,22 @@ TEST_CASE("srun: labels are right-aligned to the width of the last rank, exit st
   CHECK(plain.out == "hello\nhello\n");
 }
 
-TEST_CASE("srun: --kill-on-bad-exit ends the other tasks, an exit code beats their signal") {
+TEST_CASE("srun: --kill-on-bad-exit ends the other tasks, their signal is srun's status, as Slurm's") {
   Shims s;
   auto start = std::chrono::steady_clock::now();
   auto r = s.shell("srun --kill-on-bad-exit=1 -n 2 -l bash -c "
                    "'if ((SLURM_PROCID == 1)); then exit 3; fi; sleep 30; echo survived'");
   auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO(r.out << r.err);
-  CHECK(r.exit_code == 3);
+  // Slurm 22.05's srun on the test cluster, the same command: "task 1: Exited with exit code 3",
+  // "task 0: Terminated", srun exits 143.
+  CHECK(r.exit_code == 143);
   CHECK(r.out.find("survived") == std::string::npos);
   CHECK(seconds < 10);
   CHECK(r.err.find("Terminating StepId") != std::string::npos);
+  CHECK(lines_with(r.err, "task 1: Exited with exit code 3").size() == 1);
+  CHECK(lines_with(r.err, "task 0: Terminated").size() == 1);
+  CHECK(r.err.find("task 1: Exited") < r.err.find("task 0: Terminated"));  // the first failure first
 
   // A task killed by a signal counts as bad too.
   start = std::chrono::steady_clock::now();
@@ -86,8 +91,11 @@ TEST_CASE("srun: --kill-on-bad-exit ends the other tasks, an exit code beats the
   CHECK(killed.exit_code >= 128);
   CHECK(killed.out.find("survived") == std::string::npos);
   CHECK(seconds < 10);
-  // srun exits 128 + the signal that killed a task.
+  // srun exits 128 + the signal that killed a task, even when another task's exit code is larger
+  // (Slurm 22.05: `exit 200` beside a task killed by TERM -> 143).
   CHECK(s.shell("srun -n 1 bash -c 'kill -9 $$'").exit_code == 137);
+  CHECK(s.shell("srun -n 2 bash -c 'if ((SLURM_PROCID == 1)); then exit 200; fi; sleep 0.5; kill -TERM $$'")
+            .exit_code == 143);
 }
 
 TEST_CASE("srun: --wait=N ends the rest N seconds after the first task exits") {
