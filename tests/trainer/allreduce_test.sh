@@ -4,7 +4,7 @@
 #     world 2, backend gloo, two hostnames, and busbw == algbw * 2(n-1)/n (== algbw at n = 2);
 #  2. bad sizes (min > max, unparsable) exit 2 with one line, before meeting any peer.
 source "$(dirname "$0")/lib.sh"
-port=$((20000 + RANDOM % 20000))
+next_port
 PY=/usr/bin/python3
 [[ -x $PY ]] || PY=python3
 

@@ -9,7 +9,7 @@
 #     (`hpctrain eval`) is the validation loss of a single-rank run resumed from the same checkpoint.
 source "$(dirname "$0")/lib.sh"
 make_corpus "$WORK/data"
-port=$((20000 + RANDOM % 20000))
+next_port
 common=(--data "$WORK/data/corpus_train.txt" --val-data "$WORK/data/corpus_val.txt" --model tiny
         --micro-batch 2 --seq-len 32 --total-batch-tokens 256 --warmup-steps 3 --decay-steps 9
         --max-lr 3e-3 --eval-every 0 --seed 21 --threads 1 --dist-timeout 60)
@@ -53,7 +53,7 @@ rm "$ck/step_00000003/rank00000.safetensors"
 changed="$ck/step_00000003/rank00001.safetensors"
 byte=$(od -An -tu1 -j4000 -N1 "$changed" | tr -d ' ')
 printf '%b' "\\x$(printf %02x $(((byte + 1) % 256)))" | dd of="$changed" bs=1 seek=4000 conv=notrunc status=none
-port=$((port + 1))
+next_port
 pids=()
 for r in 0 1; do
   RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \

@@ -5,7 +5,7 @@
 #  2. a dead peer ends the job with an error, not a hang.
 source "$(dirname "$0")/lib.sh"
 make_corpus "$WORK/data"
-port=$((20000 + RANDOM % 20000))
+next_port
 common=(--data "$WORK/data/corpus_train.txt" --model tiny --micro-batch 2 --seq-len 32
         --total-batch-tokens 256 --max-steps 10 --warmup-steps 3 --max-lr 3e-3 --eval-every 0
         --seed 3 --threads 1 --dist-timeout 20)
@@ -35,7 +35,7 @@ paste <(losses "$WORK/one.jsonl") <(losses "$WORK/two.jsonl") | awk '
 ddp_run() {  # TAG MAX_STEPS [args]
   local tag=$1 steps=$2
   shift 2
-  port=$((port + 1))
+  next_port
   local pids=() r
   for r in 0 1; do
     launch $r 2 "$port" "${common[@]}" --strategy ddp --max-steps "$steps" "$@" \
@@ -52,7 +52,7 @@ diff <(losses "$WORK/rfull.jsonl") <(losses "$WORK/rsplit.jsonl") >/dev/null ||
 echo "ddp resume: 6 steps == 3 + resume + 3 on 2 ranks"
 
 # Slurm's variables instead of torchrun's: MASTER_ADDR from SLURM_JOB_NODELIST.
-port=$((port + 1))
+next_port
 pids=()
 for r in 0 1; do
   env -u RANK -u WORLD_SIZE SLURM_PROCID=$r SLURM_NTASKS=2 SLURM_LOCALID=$r \
@@ -68,7 +68,7 @@ echo "slurm variables: 2 ranks met at localhost:$port"
 dead_peer_check ddp --strategy ddp
 
 # A peer that stops answering (SIGSTOP): the survivor's collective times out after --dist-timeout.
-port=$((port + 1))
+next_port
 long=("${common[@]}" --max-steps 100000 --dist-timeout 5 --strategy ddp)
 launch 0 2 "$port" "${long[@]}" >"$WORK/s0.log" 2>&1
 pid0=$!

@@ -10,7 +10,7 @@
 #  5. a dead peer ends the survivor with an error naming fsdp's collective, not a hang.
 source "$(dirname "$0")/lib.sh"
 make_corpus "$WORK/data"
-port=$((20000 + RANDOM % 20000))
+next_port
 common=(--data "$WORK/data/corpus_train.txt" --model tiny --n-embd 66 --block-size 63
         --micro-batch 2 --seq-len 32 --total-batch-tokens 512 --max-steps 20 --warmup-steps 3
         --max-lr 3e-3 --grad-clip 0.5 --seed 3 --threads 1 --dist-timeout 30
@@ -57,7 +57,8 @@ done
 
 # Only a shard of the gradients exists: --dump-grads is refused before anything starts.
 rc=0
-RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((port + 1)) "$HPCTRAIN" train "${common[@]}" \
+next_port
+RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$HPCTRAIN" train "${common[@]}" \
   --strategy fsdp --dump-grads "$WORK/g.safetensors" >"$WORK/dg.out" 2>"$WORK/dg.err" || rc=$?
 [[ $rc -eq 2 && $(wc -l <"$WORK/dg.err") -eq 1 && ! -e $WORK/g.safetensors ]] && grep -q "fsdp keeps only a shard" "$WORK/dg.err" ||
   fail "fsdp with --dump-grads: status $rc, stderr: $(cat "$WORK/dg.err")"

@@ -7,6 +7,19 @@ export OMP_NUM_THREADS=1
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# Sets $port to a MASTER_PORT for the next group of ranks: a random port in 6000-9999 that nothing
+# listens on now. The range is nobody else's while the tests run in parallel: the test clusters
+# use 10000-19999, jobs' MASTER_PORT (Slurm and local) 20000-32767, and 32768 up is the kernel's
+# ephemeral range (every Gloo connection's local port).
+next_port() {
+  local _
+  for _ in $(seq 100); do
+    port=$((6000 + RANDOM % 4000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || return 0
+  done
+  fail "no free port in 6000-9999"
+}
+
 # A deterministic corpus of ~40 KB of text: the byte tokenizer turns it into tokens < 256.
 make_corpus() {  # DIR
   mkdir -p "$1"
@@ -23,12 +36,12 @@ make_corpus() {  # DIR
 losses() { grep -o '"loss":[^,]*' "$1" | cut -d: -f2; }
 
 # TAG STRATEGY WORLD [ARGS]: WORLD local ranks of `hpctrain train "${common[@]}" --strategy
-# STRATEGY ARGS` on the next port after $port; metrics in $WORK/TAG.jsonl, logs in
+# STRATEGY ARGS` on a port of their own (next_port); metrics in $WORK/TAG.jsonl, logs in
 # $WORK/TAG_RANK.log.
 train() {
   local tag=$1 strategy=$2 world=$3 pids=() r
   shift 3
-  port=$((port + 1))
+  next_port
   for ((r = 0; r < world; r++)); do
     RANK=$r WORLD_SIZE=$world LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
       "$HPCTRAIN" train "${common[@]}" --strategy "$strategy" --metrics "$WORK/$tag.jsonl" "$@" \
@@ -52,12 +65,12 @@ run_strategy() {
 field() { grep -o "\"$2\":[^,}]*" "$1" | cut -d: -f2; }
 
 # WHAT ARGS...: two local ranks of `hpctrain train "${common[@]}" ARGS` (a long run, --dist-timeout
-# 10) on the next port; rank 1 is killed at step 3 and rank 0 must then exit non-zero within 60 s
+# 10) on a port of their own; rank 1 is killed at step 3 and rank 0 must then exit non-zero within 60 s
 # instead of hanging, with an error that names rank 1. Rank 0's log stays in $WORK/d0.log.
 dead_peer_check() {
   local what=$1 pid0 pid1 start rc=0
   shift
-  port=$((port + 1))
+  next_port
   local long=("${common[@]}" "$@" --max-steps 100000 --dist-timeout 10)
   RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$HPCTRAIN" train "${long[@]}" >"$WORK/d0.log" 2>&1 &
   pid0=$!

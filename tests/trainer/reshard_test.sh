@@ -8,7 +8,7 @@
 #   W=1 none writes step 8 -> W=4 zero1, W=2 ddp, W=4 fsdp (steps 8..9)
 source "$(dirname "$0")/lib.sh"
 make_corpus "$WORK/data"
-port=$((20000 + RANDOM % 20000))
+next_port
 common=(--data "$WORK/data/corpus_train.txt" --model tiny --micro-batch 2 --seq-len 32
         --total-batch-tokens 256 --warmup-steps 3 --decay-steps 10 --max-lr 3e-3 --grad-clip 0.5
         --eval-every 0 --seed 11 --threads 1 --dist-timeout 60)

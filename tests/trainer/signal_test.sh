@@ -56,7 +56,7 @@ echo "signal: SIGTERM stopped with 75 and the rerun resumed"
 
 
 # DDP: only rank 1 gets the signal; both stop after the same step.
-port=$((20000 + RANDOM % 20000))
+next_port
 for r in 0 1; do
   RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
     "$HPCTRAIN" train "${common[@]}" --strategy ddp --checkpoint-dir "$WORK/ddp" \

@@ -9,7 +9,7 @@
 # (Their checkpoints and resume: checkpoint_test.sh and reshard_test.sh.)
 source "$(dirname "$0")/lib.sh"
 make_corpus "$WORK/data"
-port=$((20000 + RANDOM % 20000))
+next_port
 common=(--data "$WORK/data/corpus_train.txt" --model tiny --n-embd 66 --block-size 63
         --micro-batch 2 --seq-len 32 --total-batch-tokens 512 --max-steps 20 --warmup-steps 3
         --max-lr 3e-3 --grad-clip 0.5 --eval-every 0 --seed 3 --threads 1 --dist-timeout 30)
