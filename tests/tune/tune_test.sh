@@ -146,7 +146,8 @@ case "$case_name" in
     tune 1n2g --local >"$work/tune.out" 2>"$work/tune.err" ||
       { status=$?; cat "$work/tune.out" "$work/tune.err" >&2; fail "tune exited with $status"; }
     cat "$work/tune.out"
-    grep -Eq '^ +2 +c2 +- +FAILED .*GLOO_SOCKET_IFNAME=nosuchif0 - job ended FAILED \(exit code 1\)' "$work/tune.out" ||
+    # exit code 1 (both ranks' own), or 143 when srun's --kill-on-bad-exit ended one rank first.
+    grep -Eq '^ +2 +c2 +- +FAILED .*GLOO_SOCKET_IFNAME=nosuchif0 - job ended FAILED \(exit code (1|143)\)' "$work/tune.out" ||
       fail "no FAILED row for c2"
     python3 - "$tuned" <<'PY' || fail "the tuned profile does not record the failed candidate"
 import json, re, sys
