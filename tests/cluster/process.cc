@@ -63,7 +63,23 @@ std::string join(const std::vector<std::string>& argv) {
   return s;
 }
 
-// This environment with `overrides` ("NAME=value") replacing entries of the same name.
+// Reads what is there; false at end of file or on a real error.
+bool drain(int fd, std::string& into) {
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      into.append(buf, static_cast<std::size_t>(n));
+      return true;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return true;
+    return false;
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> merged_environment(const std::vector<std::string>& overrides) {
   std::vector<std::string> env;
   auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
@@ -83,23 +99,6 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
   out.push_back(nullptr);
   return out;
 }
-
-// Reads what is there; false at end of file or on a real error.
-bool drain(int fd, std::string& into) {
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n > 0) {
-      into.append(buf, static_cast<std::size_t>(n));
-      return true;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return true;
-    return false;
-  }
-}
-
-}  // namespace
 
 std::string ProcessResult::summary() const {
   std::string s = "`" + command + "`";

@@ -41,4 +41,9 @@ struct ProcessResult {
 // throws std::invalid_argument for an empty argv.
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});
 
+// This process's environment with `overrides` ("NAME=value") replacing entries of the same name.
+std::vector<std::string> merged_environment(const std::vector<std::string>& overrides);
+// Pointers into `strings`, null-terminated, for execve; valid while `strings` lives unchanged.
+std::vector<char*> c_strings(std::vector<std::string>& strings);
+
 }  // namespace hpc::test

@@ -27,6 +27,8 @@ namespace slt {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using hpc::test::c_strings;
+using hpc::test::merged_environment;
 
 // Everything the tests start (hpclaunch, sbatch, scontrol) talks to this build's test cluster,
 // also when the tests are run by hand outside CTest.
@@ -50,26 +52,6 @@ exit "${PROBE_EXIT:-0}"
 )PROBE";
 
 std::atomic<int> g_workspaces{0};
-
-std::vector<std::string> merged_environment(const std::vector<std::string>& overrides) {
-  std::vector<std::string> env;
-  auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
-  for (char** e = environ; e && *e; ++e) {
-    std::string entry(*e);
-    bool replaced = false;
-    for (const auto& o : overrides) replaced = replaced || name_of(o) == name_of(entry);
-    if (!replaced) env.push_back(std::move(entry));
-  }
-  env.insert(env.end(), overrides.begin(), overrides.end());
-  return env;
-}
-
-std::vector<char*> c_strings(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  for (auto& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
-}
 
 std::string cluster_dir() { return hpc::test::testcluster_dir(); }
 
