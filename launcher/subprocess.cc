@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +22,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+std::string first_line(const std::string& s) {
+  size_t start = s.find_first_not_of(" \n");
+  if (start == std::string::npos) return "";
+  size_t end = s.find('\n', start);
+  return s.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+}  // namespace
+
 std::vector<std::string> merged_environment(const std::vector<std::string>& extra) {
   std::map<std::string, std::string> env;
   for (char** e = environ; *e; ++e) {
@@ -32,15 +42,6 @@ std::vector<std::string> merged_environment(const std::vector<std::string>& extr
   for (auto& [k, v] : env) out.push_back(std::move(v));
   return out;
 }
-
-std::string first_line(const std::string& s) {
-  size_t start = s.find_first_not_of(" \n");
-  if (start == std::string::npos) return "";
-  size_t end = s.find('\n', start);
-  return s.substr(start, end == std::string::npos ? std::string::npos : end - start);
-}
-
-}  // namespace
 
 std::string CommandResult::summary(const std::string& program) const {
   if (!spawn_error.empty()) return program + ": " + spawn_error;
@@ -113,6 +114,13 @@ CommandResult run_command(const std::vector<std::string>& argv, const CommandOpt
     return result;
   }
 
+  // Writing to a command that already exited must not end us with SIGPIPE: blocked in this
+  // thread only (the launcher has other threads), a pending one discarded below.
+  sigset_t pipe_set, old_mask;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old_mask);
+
   std::string input = options.stdin_data.value_or("");
   size_t written = 0;
   int in_fd = in_pipe[1];
@@ -126,7 +134,6 @@ CommandResult run_command(const std::vector<std::string>& argv, const CommandOpt
   std::string* sinks[2] = {&result.out, &result.err};
   auto deadline = Clock::now() + options.timeout;
   bool open[2] = {true, true};
-  sighandler_t old_pipe = signal(SIGPIPE, SIG_IGN);
   while (open[0] || open[1] || in_fd >= 0) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
@@ -148,7 +155,7 @@ CommandResult run_command(const std::vector<std::string>& argv, const CommandOpt
       if (i == 2) {
         ssize_t w = write(in_fd, input.data() + written, input.size() - written);
         if (w > 0) written += static_cast<size_t>(w);
-        if (w < 0 && errno != EAGAIN) written = input.size();
+        if (w < 0 && errno != EAGAIN && errno != EINTR) written = input.size();
         if (written >= input.size()) { close(in_fd); in_fd = -1; }
         continue;
       }
@@ -158,13 +165,28 @@ CommandResult run_command(const std::vector<std::string>& argv, const CommandOpt
       else if (r == 0 || (errno != EINTR && errno != EAGAIN)) open[i] = false;
     }
   }
-  signal(SIGPIPE, old_pipe);
   if (in_fd >= 0) close(in_fd);
   close(fds[0]);
   close(fds[1]);
+  // The pipes are closed, but the command may run on (it closed them, or left them to a child):
+  // the deadline holds for its exit too.
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  for (;;) {
+    pid_t w = waitpid(pid, &status, result.timed_out ? 0 : WNOHANG);
+    if (w == pid || (w < 0 && errno != EINTR)) break;
+    if (w == 0 && Clock::now() >= deadline) {
+      result.timed_out = true;
+      kill(-pid, SIGKILL);
+    } else if (w == 0) {
+      usleep(2000);
+    }
   }
+  if (!sigismember(&old_mask, SIGPIPE)) {
+    timespec zero{0, 0};
+    while (sigtimedwait(&pipe_set, nullptr, &zero) == SIGPIPE) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   else if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
   return result;

@@ -31,6 +31,10 @@ struct CommandResult {
 // Runs argv[0] (looked up in PATH) and waits for it. Never throws for a failing program.
 CommandResult run_command(const std::vector<std::string>& argv, const CommandOptions& options = {});
 
+// This process's environment with `overrides` ("NAME=value") added or replacing entries of the
+// same name: what run_command gives a command.
+std::vector<std::string> merged_environment(const std::vector<std::string>& overrides);
+
 // Whether `program` is an executable somewhere on PATH.
 bool program_on_path(const std::string& program);
 

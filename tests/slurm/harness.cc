@@ -28,7 +28,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using hpc::test::c_strings;
-using hpc::test::merged_environment;
+using hpc::merged_environment;
 
 // Everything the tests start (hpclaunch, sbatch, scontrol) talks to this build's test cluster,
 // also when the tests are run by hand outside CTest.
