@@ -92,7 +92,7 @@ CommandResult run_command(const std::vector<std::string>& argv, const CommandOpt
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
 
-  std::vector<std::string> env = merged_environment(options.env);
+  std::vector<std::string> env = options.env_only ? options.env : merged_environment(options.env);
   std::vector<char*> cargv, cenv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);

@@ -13,6 +13,7 @@ struct CommandOptions {
   std::optional<std::string> stdin_data;  // else /dev/null
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
   std::vector<std::string> env;  // "NAME=value", added to or replacing our environment
+  bool env_only = false;         // true: `env` is the whole environment, nothing of ours
   std::string cwd;               // empty: ours
 };
 

@@ -94,3 +94,12 @@ TEST_CASE("run_command sets environment variables and the working directory", "[
   CHECK(std::find(env.begin(), env.end(), "PATH=/nowhere") != env.end());
   CHECK(std::find(env.begin(), env.end(), "HPC_SUBPROCESS_NEW=1") != env.end());
 }
+
+TEST_CASE("run_command with env_only gives the program exactly that environment", "[subprocess]") {
+  CommandOptions opts;
+  opts.env = {"ONLY=this"};
+  opts.env_only = true;
+  auto r = run_command({"/usr/bin/env"}, opts);
+  CHECK(r.ok());
+  CHECK(r.out == "ONLY=this\n");
+}

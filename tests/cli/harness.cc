@@ -1,17 +1,13 @@
 #include "harness.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+
+#include "subprocess.h"
 
 #ifndef HPCLAUNCH_BIN
 #error "HPCLAUNCH_BIN must name the built hpclaunch binary"
@@ -46,13 +42,6 @@ std::string resolve(const std::string& program, const std::vector<std::string>& 
   return program;
 }
 
-std::vector<char*> c_strings(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  for (auto& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
-}
-
 }  // namespace
 
 std::string Run::describe() const {
@@ -65,73 +54,27 @@ std::string Run::describe() const {
 }
 
 Run spawn(const std::vector<std::string>& argv_in, const fs::path& cwd,
-          const std::vector<std::string>& env_in, std::chrono::milliseconds timeout) {
+          const std::vector<std::string>& env, std::chrono::milliseconds timeout) {
   if (argv_in.empty()) throw std::invalid_argument("spawn: empty argv");
-  // Everything the child needs is prepared before fork(): after it, only async-signal-safe calls.
-  std::vector<std::string> argv = argv_in, env = env_in;
-  std::string program = resolve(argv.front(), env);
-  std::string dir = cwd.string();
-  std::vector<char*> c_argv = c_strings(argv), c_env = c_strings(env);
-
-  int out_pipe[2], err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
-    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    setpgid(0, 0);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out_pipe[1], 1) < 0 ||
-        dup2(err_pipe[1], 2) < 0 || chdir(dir.c_str()) != 0) {
-      _exit(126);
-    }
-    execve(program.c_str(), c_argv.data(), c_env.data());
-    const char msg[] = "spawn: execve failed\n";
-    ssize_t ignored = write(2, msg, sizeof msg - 1);
-    (void)ignored;
-    _exit(127);
-  }
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-
+  // argv[0] is looked up in the PATH the program gets, not ours.
+  std::vector<std::string> argv = argv_in;
+  argv.front() = resolve(argv.front(), env);
+  hpc::CommandOptions options;
+  options.env = env;
+  options.env_only = true;
+  options.cwd = cwd.string();
+  options.timeout = timeout;
+  hpc::CommandResult r = hpc::run_command(argv, options);
   Run run;
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* sinks[2] = {&run.out, &run.err};
-  int open_fds = 2;
-  while (open_fds > 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      run.timed_out = true;
-      kill(-pid, SIGKILL);
-      break;
-    }
-    int n = poll(fds, 2, static_cast<int>(left.count()));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      char buf[8192];
-      ssize_t got = read(fds[i].fd, buf, sizeof buf);
-      if (got > 0) {
-        sinks[i]->append(buf, static_cast<size_t>(got));
-      } else if (got == 0 || errno != EINTR) {
-        close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_fds;
-      }
-    }
+  run.status = r.exit_code;
+  run.signal = r.term_signal;
+  run.timed_out = r.timed_out;
+  run.out = std::move(r.out);
+  run.err = std::move(r.err);
+  if (!r.spawn_error.empty()) {  // as a shell would say it
+    run.status = 127;
+    run.err += "spawn: " + argv.front() + ": " + r.spawn_error + "\n";
   }
-  for (auto& f : fds)
-    if (f.fd >= 0) close(f.fd);
-  int wstatus = 0;
-  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(wstatus)) run.status = WEXITSTATUS(wstatus);
-  if (WIFSIGNALED(wstatus)) run.signal = WTERMSIG(wstatus);
   return run;
 }
 

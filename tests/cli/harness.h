@@ -1,6 +1,7 @@
-// What the command-line tests share: running a program (fork/exec, no shell) and a throwaway
-// directory per test that hpclaunch sees as its whole world (working dir, XDG_CONFIG_HOME,
-// HPCLAUNCH_PATH, HOME), so the developer machine's configuration never leaks in.
+// What the command-line tests share: running a program (the launcher's run_command with exactly
+// the environment given, no shell) and a throwaway directory per test that hpclaunch sees as its
+// whole world (working dir, XDG_CONFIG_HOME, HPCLAUNCH_PATH, HOME), so the developer machine's
+// configuration never leaks in.
 #pragma once
 
 #include <chrono>
