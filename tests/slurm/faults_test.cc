@@ -58,18 +58,15 @@ TEST_CASE("slurmctld restarts while run follows: following resumes, the job's re
   Workspace ws("ctld-restart");
   ControllerRestarter restart_controller;
 
-  std::vector<std::string> argv = {HPCLAUNCH_BIN};
-  auto args = ws.job_args("run", "1n1g");
-  argv.insert(argv.end(), args.begin(), args.end());
+  const auto argv = ws.hpclaunch_argv(ws.job_args("run", "1n1g"));
   // Runs ~4 s, then fails with 5: the end happens while the controller is away. hpclaunch's
   // scontrol gives up on the dead controller after ~2 s (MessageTimeout=2), not 18 s.
   const std::string conf = impatient_slurm_conf(ws.dir());
   LiveProcess live(argv, ws.env({"SLURM_CONF=" + conf, "PROBE_SLEEP=4", "PROBE_EXIT=5"}),
                    ws.work());
   REQUIRE(live.spawned());
-  auto submitted = live.wait_for(LiveProcess::kErr, "submitted job", 30s);
-  REQUIRE(submitted);
-  const std::string job = submitted_job_id(submitted->text);
+  const std::string job = wait_submitted(live);
+  REQUIRE(!job.empty());
   REQUIRE(live.wait_for(LiveProcess::kOut, "probe rank=0", 30s));  // running
 
   stop_slurmctld();
@@ -94,9 +91,7 @@ TEST_CASE("slurmctld frozen at submit (replies lost): one job runs, extras cance
           "[slurm][fault][submit]") {
   Workspace ws("ctld-frozen");
   const std::string conf = impatient_slurm_conf(ws.dir());
-  std::vector<std::string> argv = {HPCLAUNCH_BIN};
-  auto args = ws.job_args("submit", "1n1g");
-  argv.insert(argv.end(), args.begin(), args.end());
+  const auto argv = ws.hpclaunch_argv(ws.job_args("submit", "1n1g"));
   int code = -1;
   std::string out, err;
   {

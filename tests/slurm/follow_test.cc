@@ -26,14 +26,11 @@ TEST_CASE("run exits with the job's own exit code and says FAILED", "[slurm][fol
 TEST_CASE("a job cancelled from outside while run follows: CANCELLED with when, exit 143",
           "[slurm][follow][cancel]") {
   Workspace ws("cancelled");
-  std::vector<std::string> argv = {HPCLAUNCH_BIN};
-  auto args = ws.job_args("run", "1n1g");
-  argv.insert(argv.end(), args.begin(), args.end());
+  const auto argv = ws.hpclaunch_argv(ws.job_args("run", "1n1g"));
   LiveProcess live(argv, ws.env({"PROBE_SLEEP=60"}), ws.work());
   REQUIRE(live.spawned());
-  auto submitted = live.wait_for(LiveProcess::kErr, "submitted job", 30s);
-  REQUIRE(submitted);
-  const std::string job = submitted_job_id(submitted->text);
+  const std::string job = wait_submitted(live);
+  REQUIRE(!job.empty());
   REQUIRE(live.wait_for(LiveProcess::kOut, "probe rank=0", 30s));  // running
 
   auto cancel = run({"scancel", job});
@@ -50,9 +47,7 @@ TEST_CASE("a job cancelled from outside while run follows: CANCELLED with when, 
 
 TEST_CASE("run streams each log line within 1 s of the job writing it", "[slurm][follow][stream]") {
   Workspace ws("stream");
-  std::vector<std::string> argv = {HPCLAUNCH_BIN};
-  auto args = ws.job_args("run", "1n1g");
-  argv.insert(argv.end(), args.begin(), args.end());
+  const auto argv = ws.hpclaunch_argv(ws.job_args("run", "1n1g"));
   const int ticks = 10;
   LiveProcess live(argv, ws.env({"PROBE_TICKS=" + std::to_string(ticks), "PROBE_TICK_SECONDS=0.5"}),
                   ws.work());
@@ -91,14 +86,11 @@ TEST_CASE("run shows PENDING with Slurm's reason while the cluster is full", "[s
   const std::string filler_id = lines_of(filler.out).at(0);
   REQUIRE(wait_job_state(filler_id, {"RUNNING"}) == "RUNNING");
 
-  std::vector<std::string> argv = {HPCLAUNCH_BIN};
-  auto args = ws.job_args("run", "1n1g");
-  argv.insert(argv.end(), args.begin(), args.end());
+  const auto argv = ws.hpclaunch_argv(ws.job_args("run", "1n1g"));
   LiveProcess live(argv, ws.env(), ws.work());
   REQUIRE(live.spawned());
-  auto submitted = live.wait_for(LiveProcess::kErr, "submitted job", 30s);
-  REQUIRE(submitted);
-  const std::string job = submitted_job_id(submitted->text);
+  const std::string job = wait_submitted(live);
+  REQUIRE(!job.empty());
   // Resources (the GPUs are taken) or Priority (queued behind another job), as Slurm says.
   auto pending = live.wait_for(LiveProcess::kErr, "PENDING (", 20s);
   INFO("stderr:\n" << live.text(LiveProcess::kErr));
@@ -130,14 +122,11 @@ TEST_CASE("a job past its time limit: run says TIMEOUT and exits 124", "[.][slur
 TEST_CASE("Ctrl-C detaches: exit 130, the job goes on, the reattach command is printed",
           "[slurm][follow][interrupt]") {
   Workspace ws("detach");
-  std::vector<std::string> argv = {HPCLAUNCH_BIN};
-  auto args = ws.job_args("run", "1n1g");
-  argv.insert(argv.end(), args.begin(), args.end());
+  const auto argv = ws.hpclaunch_argv(ws.job_args("run", "1n1g"));
   LiveProcess live(argv, ws.env({"PROBE_SLEEP=60"}), ws.work());
   REQUIRE(live.spawned());
-  auto submitted = live.wait_for(LiveProcess::kErr, "submitted job", 30s);
-  REQUIRE(submitted);
-  const std::string job = submitted_job_id(submitted->text);
+  const std::string job = wait_submitted(live);
+  REQUIRE(!job.empty());
   REQUIRE(live.wait_for(LiveProcess::kOut, "probe rank=0", 30s));
   kill(-live.pid(), SIGINT);  // what a terminal's Ctrl-C sends: the whole foreground group
   int code = live.wait(30s);
@@ -155,14 +144,11 @@ TEST_CASE("Ctrl-C detaches: exit 130, the job goes on, the reattach command is p
 TEST_CASE("Ctrl-C with --cancel-on-interrupt cancels the job: CANCELLED, exit 143",
           "[slurm][follow][interrupt]") {
   Workspace ws("interrupt-cancel");
-  std::vector<std::string> argv = {HPCLAUNCH_BIN};
-  auto args = ws.job_args("run", "1n1g", {"--cancel-on-interrupt"});
-  argv.insert(argv.end(), args.begin(), args.end());
+  const auto argv = ws.hpclaunch_argv(ws.job_args("run", "1n1g", {"--cancel-on-interrupt"}));
   LiveProcess live(argv, ws.env({"PROBE_SLEEP=60"}), ws.work());
   REQUIRE(live.spawned());
-  auto submitted = live.wait_for(LiveProcess::kErr, "submitted job", 30s);
-  REQUIRE(submitted);
-  const std::string job = submitted_job_id(submitted->text);
+  const std::string job = wait_submitted(live);
+  REQUIRE(!job.empty());
   REQUIRE(live.wait_for(LiveProcess::kOut, "probe rank=0", 30s));
   kill(-live.pid(), SIGINT);
   int code = live.wait(60s);
@@ -174,14 +160,11 @@ TEST_CASE("Ctrl-C with --cancel-on-interrupt cancels the job: CANCELLED, exit 14
 
 TEST_CASE("a requeued job is followed through its second run", "[slurm][follow][requeue]") {
   Workspace ws("requeue");
-  std::vector<std::string> argv = {HPCLAUNCH_BIN};
-  auto args = ws.job_args("run", "1n1g");
-  argv.insert(argv.end(), args.begin(), args.end());
+  const auto argv = ws.hpclaunch_argv(ws.job_args("run", "1n1g"));
   LiveProcess live(argv, ws.env({"PROBE_SLEEP=3"}), ws.work());
   REQUIRE(live.spawned());
-  auto submitted = live.wait_for(LiveProcess::kErr, "submitted job", 30s);
-  REQUIRE(submitted);
-  const std::string job = submitted_job_id(submitted->text);
+  const std::string job = wait_submitted(live);
+  REQUIRE(!job.empty());
   REQUIRE(live.wait_for(LiveProcess::kOut, "probe rank=0", 30s));
   REQUIRE(run({"scontrol", "requeue", job}).ok());
   // A requeued job may start again only ~2 minutes later (BeginTime); let it go sooner. Not at

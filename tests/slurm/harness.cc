@@ -234,16 +234,25 @@ std::vector<std::string> Workspace::env(const std::vector<std::string>& extra) c
   return e;
 }
 
+std::vector<std::string> Workspace::hpclaunch_argv(const std::vector<std::string>& args) const {
+  std::vector<std::string> argv = {HPCLAUNCH_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
 ProcessResult Workspace::hpclaunch(const std::vector<std::string>& args,
                                    const std::vector<std::string>& extra_env,
                                    std::chrono::milliseconds timeout) const {
-  std::vector<std::string> argv = {HPCLAUNCH_BIN};
-  argv.insert(argv.end(), args.begin(), args.end());
   hpc::test::ProcessOptions o;
   o.timeout = timeout;
   o.env = env(extra_env);
   o.cwd = work();
-  return hpc::test::run_process(argv, o);
+  return hpc::test::run_process(hpclaunch_argv(args), o);
+}
+
+std::string wait_submitted(LiveProcess& live) {
+  auto line = live.wait_for(LiveProcess::kErr, "submitted job", 30s);
+  return line ? submitted_job_id(line->text) : "";
 }
 
 // ------------------------------------------------------------------------------- LiveProcess

@@ -81,6 +81,8 @@ class Workspace {
   // Environment for hpclaunch: XDG_CONFIG_HOME, HPCLAUNCH_PATH, SLURM_CONF, then `extra`
   // (sbatch exports it to the job, so PROBE_SLEEP=5 reaches the probe).
   std::vector<std::string> env(const std::vector<std::string>& extra = {}) const;
+  // {the built hpclaunch, ARGS...}: for a LiveProcess, with env() and work().
+  std::vector<std::string> hpclaunch_argv(const std::vector<std::string>& args) const;
   // Runs hpclaunch ARGS in work() to the end.
   ProcessResult hpclaunch(const std::vector<std::string>& args,
                           const std::vector<std::string>& extra_env = {},
@@ -136,6 +138,10 @@ class LiveProcess {
   bool eof_ = false;
   std::thread reader_;
 };
+
+// The job id in hpclaunch's "submitted job N" line on stderr, waiting up to 30 s for it; "" when
+// none came.
+std::string wait_submitted(LiveProcess& live);
 
 // The test cluster's slurmctld, stopped and started again by its pid file, as
 // scripts/testcluster.sh starts it (`/usr/sbin/slurmctld -f CONF`, state kept, so jobs survive).
