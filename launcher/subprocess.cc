@@ -53,17 +53,20 @@ std::string CommandResult::summary(const std::string& program) const {
   return program + " " + how + (detail.empty() ? "" : ": " + detail);
 }
 
-bool program_on_path(const std::string& program) {
-  if (program.find('/') != std::string::npos) return access(program.c_str(), X_OK) == 0;
-  const char* path = std::getenv("PATH");
-  std::string all = path ? path : "/usr/bin:/bin";
+std::string find_in_path(const std::string& program, const std::string& path) {
+  if (program.find('/') != std::string::npos) return access(program.c_str(), X_OK) == 0 ? program : "";
   for (size_t start = 0;;) {
-    size_t colon = all.find(':', start);
-    std::string dir = all.substr(start, colon - start);
-    if (!dir.empty() && access((dir + "/" + program).c_str(), X_OK) == 0) return true;
-    if (colon == std::string::npos) return false;
+    size_t colon = path.find(':', start);
+    std::string dir = path.substr(start, colon - start);
+    if (!dir.empty() && access((dir + "/" + program).c_str(), X_OK) == 0) return dir + "/" + program;
+    if (colon == std::string::npos) return "";
     start = colon + 1;
   }
+}
+
+bool program_on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  return !find_in_path(program, path ? path : "/usr/bin:/bin").empty();
 }
 
 CommandResult run_command(const std::vector<std::string>& argv, const CommandOptions& options) {
@@ -93,6 +96,11 @@ CommandResult run_command(const std::vector<std::string>& argv, const CommandOpt
   posix_spawnattr_setsigdefault(&attr, &all);
 
   std::vector<std::string> env = options.env_only ? options.env : merged_environment(options.env);
+  // argv[0] is looked up in the PATH the command gets (posix_spawnp would use ours).
+  std::string path_value = "/usr/bin:/bin";
+  for (const auto& e : env)
+    if (e.rfind("PATH=", 0) == 0) path_value = e.substr(5);
+  std::string program = argv[0].find('/') != std::string::npos ? argv[0] : find_in_path(argv[0], path_value);
   std::vector<char*> cargv, cenv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
@@ -100,7 +108,8 @@ CommandResult run_command(const std::vector<std::string>& argv, const CommandOpt
   cenv.push_back(nullptr);
 
   pid_t pid = -1;
-  int rc = posix_spawnp(&pid, argv[0].c_str(), &actions, &attr, cargv.data(), cenv.data());
+  int rc = program.empty() ? ENOENT
+                          : posix_spawn(&pid, program.c_str(), &actions, &attr, cargv.data(), cenv.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close(in_pipe[0]);

@@ -29,12 +29,17 @@ struct CommandResult {
   std::string summary(const std::string& program) const;
 };
 
-// Runs argv[0] (looked up in PATH) and waits for it. Never throws for a failing program.
+// Runs argv[0] (looked up in the PATH of the environment the command gets) and waits for it.
+// Never throws for a failing program.
 CommandResult run_command(const std::vector<std::string>& argv, const CommandOptions& options = {});
 
 // This process's environment with `overrides` ("NAME=value") added or replacing entries of the
 // same name: what run_command gives a command.
 std::vector<std::string> merged_environment(const std::vector<std::string>& overrides);
+
+// `program` as it would be run: as given when it has a slash (if executable), else the first
+// executable of that name in the directories of `path` (colon-separated); "" when there is none.
+std::string find_in_path(const std::string& program, const std::string& path);
 
 // Whether `program` is an executable somewhere on PATH.
 bool program_on_path(const std::string& program);

@@ -103,3 +103,15 @@ TEST_CASE("run_command with env_only gives the program exactly that environment"
   CHECK(r.ok());
   CHECK(r.out == "ONLY=this\n");
 }
+
+TEST_CASE("run_command looks argv[0] up in the PATH the program gets", "[subprocess]") {
+  CommandOptions opts;
+  opts.env = {"PATH=/nonexistent-hpc-dir"};
+  opts.env_only = true;
+  auto r = run_command({"sh", "-c", "true"}, opts);  // sh is in our PATH, not in its own
+  CHECK(r.spawn_error == "No such file or directory");
+  opts.env = {"PATH=/nonexistent-hpc-dir:/bin"};
+  CHECK(run_command({"sh", "-c", "true"}, opts).ok());
+  CHECK(hpc::find_in_path("sh", "/nonexistent-hpc-dir:/bin") == "/bin/sh");
+  CHECK(hpc::find_in_path("hpc-no-such-program-here", "/bin:/usr/bin").empty());
+}

@@ -17,32 +17,6 @@
 #endif
 
 namespace cli_test {
-namespace {
-
-std::string env_value(const std::vector<std::string>& env, const std::string& name) {
-  for (const auto& e : env)
-    if (e.rfind(name + "=", 0) == 0) return e.substr(name.size() + 1);
-  return "";
-}
-
-// argv[0] as given when it has a slash, else the first match in the PATH of `env`.
-std::string resolve(const std::string& program, const std::vector<std::string>& env) {
-  if (program.find('/') != std::string::npos) return program;
-  std::string path = env_value(env, "PATH");
-  for (size_t start = 0;;) {
-    size_t colon = path.find(':', start);
-    std::string dir = path.substr(start, colon - start);
-    if (!dir.empty()) {
-      std::string candidate = dir + "/" + program;
-      if (access(candidate.c_str(), X_OK) == 0) return candidate;
-    }
-    if (colon == std::string::npos) break;
-    start = colon + 1;
-  }
-  return program;
-}
-
-}  // namespace
 
 std::string Run::describe() const {
   std::ostringstream s;
@@ -53,13 +27,10 @@ std::string Run::describe() const {
   return s.str();
 }
 
-Run spawn(const std::vector<std::string>& argv_in, const fs::path& cwd,
+Run spawn(const std::vector<std::string>& argv, const fs::path& cwd,
           const std::vector<std::string>& env, std::chrono::milliseconds timeout) {
-  if (argv_in.empty()) throw std::invalid_argument("spawn: empty argv");
-  // argv[0] is looked up in the PATH the program gets, not ours.
-  std::vector<std::string> argv = argv_in;
-  argv.front() = resolve(argv.front(), env);
-  hpc::CommandOptions options;
+  if (argv.empty()) throw std::invalid_argument("spawn: empty argv");
+  hpc::CommandOptions options;  // argv[0] is looked up in the PATH of `env`
   options.env = env;
   options.env_only = true;
   options.cwd = cwd.string();
