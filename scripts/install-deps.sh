@@ -3,21 +3,32 @@
 # Idempotent: packages already present are skipped by apt.
 #   scripts/install-deps.sh            launcher + tests + trainer (default)
 #   scripts/install-deps.sh --launcher only the launcher's build dependencies
+#   scripts/install-deps.sh --fresh-root what scripts/fresh-root-test.sh needs on the host
+#   scripts/install-deps.sh --list     print the packages named here, one per line
+# Every program a test or script runs comes from a package named here, or from one that every
+# Debian root has (Priority: required); tests/deps/commands_test.py checks that.
 set -euo pipefail
 
 launcher_pkgs=(
   build-essential cmake ccache pkg-config
   nlohmann-json3-dev libcli11-dev libfmt-dev libkainjow-mustache-dev catch2 libssh-dev
   shellcheck gnuplot-nox
+  libxml2-utils # xmllint: the sweep tests check that the SVG plots parse
 )
-cluster_pkgs=(slurmctld slurmd slurm-client munge openssh-server iproute2 util-linux procps)
-trainer_pkgs=(libtorch-dev libgloo-dev libopenblas0-openmp python3-torch python3-numpy)
+cluster_pkgs=(slurmctld slurmd slurm-client munge openssh-server openssh-client iproute2 util-linux procps)
+# python3: the tests' reference implementation and helper scripts (the product needs no Python).
+trainer_pkgs=(libtorch-dev libgloo-dev libopenblas0-openmp python3 python3-torch python3-numpy)
 
 pkgs=("${launcher_pkgs[@]}")
 case "${1:-all}" in
   --launcher) ;;
   all|--all) pkgs+=("${cluster_pkgs[@]}" "${trainer_pkgs[@]}") ;;
-  *) echo "usage: $0 [--launcher|--all]" >&2; exit 2 ;;
+  --fresh-root) pkgs=(debootstrap iproute2 util-linux git) ;;
+  --list)
+    printf '%s\n' "${pkgs[@]}" "${cluster_pkgs[@]}" "${trainer_pkgs[@]}" debootstrap git
+    exit 0
+    ;;
+  *) echo "usage: $0 [--launcher|--all|--fresh-root|--list]" >&2; exit 2 ;;
 esac
 
 missing=()

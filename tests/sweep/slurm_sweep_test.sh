@@ -37,6 +37,10 @@ cd "$work"
 export XDG_CONFIG_HOME="$work/config" HPCLAUNCH_PATH=""
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+for tool in xmllint:libxml2-utils gnuplot:gnuplot-nox; do
+  command -v "${tool%%:*}" >/dev/null ||
+    fail "${tool%%:*} not found: install ${tool#*:} (scripts/install-deps.sh installs it)"
+done
 
 # MASTER_PORT comes from the cluster's own block of ports (base: slurmctld, base+1..: nodes,
 # base+99: sshd; CMake derives the base from the build directory): the default rule, 20000 + job

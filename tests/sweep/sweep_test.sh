@@ -14,6 +14,10 @@ cd "$work"
 export XDG_CONFIG_HOME="$work/config" HPCLAUNCH_PATH=""
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+for tool in xmllint:libxml2-utils gnuplot:gnuplot-nox; do
+  command -v "${tool%%:*}" >/dev/null ||
+    fail "${tool%%:*} not found: install ${tool#*:} (scripts/install-deps.sh installs it)"
+done
 
 sweep() {
   "$hpclaunch" sweep --presets 1n1g,1n2g --strategy ddp --local --max-concurrent 2 --steps 8 \
