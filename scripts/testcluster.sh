@@ -12,9 +12,16 @@
 #
 # Everything lives under D (default /tmp/hpclaunch-testcluster): etc/ (slurm.conf, gres.conf),
 # munge/, ssh/ (keys, known_hosts, `ssh -F D/ssh/config testlogin`), dev/ (fake GPUs), log/,
-# run/ (pid files), state/, spool/. `up` is idempotent; `down` cancels all jobs, then stops only
-# the processes `up` started (found by their pid files, checked against their command line).
-# Slurm port B (default 17000) is slurmctld, B+i is node i's slurmd.
+# run/ (pid files), state/, spool/, and jobs/ and ssh-tests/ for the tests' own files. `up` is
+# idempotent; `down` cancels all jobs, then stops only the processes `up` started (found by their
+# pid files, checked against their command line). Slurm port B (default 17000) is slurmctld, B+i
+# is node i's slurmd.
+#
+# D must be a directory that only root can write, with every directory above it searchable by
+# all (munged refuses a socket below a 0700 home): keep it out of the checkout, e.g. under /tmp.
+# The daemons run as root. Run by an ordinary user, up and down run themselves again through
+# `sudo -n` (passwordless sudo); that user then owns the client's files (ssh key and config,
+# jobs/, ssh-tests/) and is the login node's user, and the tests' jobs run as that user.
 set -euo pipefail
 
 readonly SLURM_SBIN=/usr/sbin
@@ -36,6 +43,7 @@ usage() {
 verb=${1:-}
 [[ -n $verb ]] || usage
 shift
+all_args=("$@")
 dir=${HPC_TESTCLUSTER_DIR:-/tmp/hpclaunch-testcluster}
 nodes=2
 ssh_port=2222
@@ -58,6 +66,9 @@ done
 ((nodes >= 1 && nodes <= 99)) || die "--nodes must be 1..99 (node names are node01..node99)"
 
 D=$(realpath -m -- "$dir")
+# Who uses the cluster: the ssh login user, owner of the client's files.
+client_user=root
+if [[ $(id -u) -eq 0 && -n ${SUDO_USER:-} ]]; then client_user=$SUDO_USER; fi
 # Unix socket paths (munge socket, slurmstepd sockets under spool/) must fit in 108 bytes.
 ((${#D} <= 64)) || die "--dir '$D' is longer than 64 characters; Unix socket paths under it would not fit"
 conf=$D/etc/slurm.conf
@@ -229,7 +240,7 @@ ssh_host_block() {
 Host $1
   HostName 127.0.0.1
   Port $ssh_port
-  User root
+  User $client_user
   IdentityFile $2
   IdentitiesOnly yes
   UserKnownHostsFile $D/ssh/known_hosts
@@ -247,7 +258,8 @@ ssh_client_conf() {
 }
 
 cluster_env() {
-  printf 'nodes=%q\nssh_port=%q\nport_base=%q\n' "$nodes" "$ssh_port" "$port_base"
+  printf 'nodes=%q\nssh_port=%q\nport_base=%q\nclient_user=%q\n' \
+    "$nodes" "$ssh_port" "$port_base" "$client_user"
 }
 
 # Writes $2 to file $1 (mode $3) when it differs; returns 1 when it differed.
@@ -293,10 +305,41 @@ nodes_idle() {
 }
 sshd_ok() { (: <"/dev/tcp/127.0.0.1/$ssh_port") 2>/dev/null; }
 
+# ---------------------------------------------------------------- root
+# Runs this script again as root through sudo when an ordinary user calls a verb that needs root.
+become_root() {
+  [[ $(id -u) -ne 0 ]] || return 0
+  command -v sudo >/dev/null ||
+    die "'$verb' needs root (slurmd runs as root, /etc/hosts is edited): run as root, or install sudo"
+  sudo -n true 2>/dev/null ||
+    die "'$verb' needs root (slurmd runs as root, /etc/hosts is edited): run as root, or give $(id -un) passwordless sudo"
+  exec sudo -n -- "$0" "$verb" "${all_args[@]}" --dir "$D"
+}
+
+# D: created 0755 by root, or already so; every directory above it searchable by all, as munged
+# requires of the directories above its socket. Anything else is refused with the fix.
+make_private_dir() {
+  local p
+  if [[ -e $D || -L $D ]]; then
+    [[ -d $D && ! -L $D ]] || die "$D exists and is not a directory; remove it or pick another --dir"
+    [[ $(stat -c %u "$D") -eq 0 ]] || die "$D is not owned by root; remove it or pick another --dir"
+    (($(stat -c '%#a' "$D") & 022)) && die "$D is writable by others; remove it or pick another --dir"
+  else
+    mkdir -p "$(dirname "$D")"
+    mkdir -m 0755 "$D"
+  fi
+  p=$D
+  while [[ $p != / ]]; do
+    p=$(dirname "$p")
+    (($(stat -c '%#a' "$p") & 01)) ||
+      die "$p is not searchable by all (mode $(stat -c %a "$p")); munged refuses a socket below it. Pick a --dir outside it, e.g. under /tmp"
+  done
+}
+
 # ---------------------------------------------------------------- up
 cmd_up() {
   local t0=$EPOCHREALTIME i name any_running=0 pid
-  [[ $(id -u) -eq 0 ]] || die "needs root (slurmd runs as root, /etc/hosts is edited)"
+  become_root
   for tool in munged mungekey slurmctld slurmd sbatch sshd ssh-keygen unshare flock ss; do
     command -v "$tool" >/dev/null || [[ -x $SLURM_SBIN/$tool ]] ||
       die "'$tool' not found; run scripts/install-deps.sh"
@@ -324,8 +367,10 @@ cmd_up() {
     die "port $ssh_port (sshd) is in use; pick another with --ssh-port"
   fi
 
-  mkdir -p "$D"/{etc,munge,ssh,dev,log,run,state,spool}
-  chmod 0755 "$D" "$D/munge"
+  make_private_dir
+  mkdir -p "$D"/{etc,munge,ssh,dev,log,run,state,spool,jobs,ssh-tests}
+  chmod 0755 "$D/munge"
+  chown "$client_user" "$D/jobs" "$D/ssh-tests"
   for ((i = 1; i <= nodes; i++)); do mkdir -p "$D/spool/$(node_name "$i")"; done
   for ((i = 0; i < 4; i++)); do
     [[ -c $D/dev/gpu$i ]] || { rm -f "$D/dev/gpu$i"; mknod -m 0666 "$D/dev/gpu$i" c 1 3; }
@@ -375,6 +420,10 @@ cmd_up() {
   write_file "$s/authorized_keys" "$(<"$s/id_ed25519.pub")" 0600 || true
   write_file "$s/known_hosts" "[127.0.0.1]:$ssh_port $(cut -d' ' -f1,2 "$s/ssh_host_ed25519_key.pub")" 0644 || true
   write_file "$s/config" "$(ssh_client_conf)" 0600 || true
+  # The login user reads its key, the config and, as sshd reads it with the user's rights, the
+  # authorized keys.
+  chown "$client_user" "$s/config" "$s/known_hosts" "$s/authorized_keys" \
+    "$s"/id_ed25519{,.pub} "$s"/id_ed25519_unauthorized{,.pub}
   local sshd_changed=0
   write_file "$s/sshd_config" "$(sshd_conf)" 0600 || sshd_changed=1
   if ((sshd_changed)) && pid=$(sshd_pid); then stop_pids 5 "$pid"; fi
@@ -418,6 +467,7 @@ stop_daemon_tree() {
 
 cmd_down() {
   local i pid jobs
+  become_root
   if slurmctld_pid >/dev/null; then
     # Cancel jobs first, so each slurmstepd kills its tasks and cleans up while slurmd runs.
     jobs=$(squeue -h -o '%A' 2>/dev/null || true)

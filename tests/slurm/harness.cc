@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -409,14 +410,35 @@ std::string LiveProcess::text(Stream stream) const {
 
 bool slurmctld_running() { return slurmctld_pid() > 0; }
 
+namespace {
+
+// slurmctld runs as root. An ordinary user running the tests brought the cluster up through
+// passwordless sudo (scripts/testcluster.sh) and signals and starts it the same way.
+std::vector<std::string> as_root(std::vector<std::string> argv) {
+  if (geteuid() != 0) argv.insert(argv.begin(), {"sudo", "-n", "--"});
+  return argv;
+}
+
+void signal_slurmctld(pid_t pid, int sig) {
+  if (geteuid() == 0) {
+    kill(pid, sig);
+    return;
+  }
+  // Not thrown: ~ControllerFreeze() signals too. A failure shows as a controller that did not stop.
+  auto r = run(as_root({"kill", "-" + std::to_string(sig), std::to_string(pid)}), 30s);
+  if (!r.ok()) std::fprintf(stderr, "could not signal slurmctld (sudo -n kill): %s\n", r.err.c_str());
+}
+
+}  // namespace
+
 void stop_slurmctld() {
   pid_t pid = slurmctld_pid();
   if (pid <= 0) return;
-  kill(pid, SIGTERM);
+  signal_slurmctld(pid, SIGTERM);
   auto deadline = Clock::now() + 20s;
   while (slurmctld_pid() == pid) {
     if (Clock::now() > deadline) {
-      kill(pid, SIGKILL);
+      signal_slurmctld(pid, SIGKILL);
       deadline = Clock::now() + 10s;
     }
     std::this_thread::sleep_for(50ms);
@@ -427,8 +449,8 @@ void start_slurmctld() {
   if (!slurmctld_running()) {
     // As scripts/testcluster.sh starts it, minus wiping the state: the jobs survive. It
     // daemonizes; its output must not hold our pipes open.
-    run({"bash", "-c", "exec /usr/sbin/slurmctld -f \"$1\" </dev/null >/dev/null 2>&1", "bash",
-         slurm_conf()},
+    run(as_root({"bash", "-c", "exec /usr/sbin/slurmctld -f \"$1\" </dev/null >/dev/null 2>&1",
+                 "bash", slurm_conf()}),
         30s);
   }
   auto deadline = Clock::now() + 30s;
@@ -454,11 +476,11 @@ ControllerRestarter::~ControllerRestarter() {
 
 ControllerFreeze::ControllerFreeze() {
   pid_ = slurmctld_pid();
-  if (pid_ > 0) kill(pid_, SIGSTOP);
+  if (pid_ > 0) signal_slurmctld(pid_, SIGSTOP);
 }
 
 void ControllerFreeze::thaw() {
-  if (pid_ > 0) kill(pid_, SIGCONT);
+  if (pid_ > 0) signal_slurmctld(pid_, SIGCONT);
   pid_ = -1;
 }
 

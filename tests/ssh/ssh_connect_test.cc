@@ -102,7 +102,7 @@ TEST_CASE("a client key the server does not accept is refused", "[ssh][auth]") {
     SshHostOptions o = login_options();
     o.host = "testlogin-wrongkey";
     std::string what = refusal(o);
-    CHECK(contains(what, "testlogin-wrongkey (root@127.0.0.1:"));
+    CHECK(contains(what, "testlogin-wrongkey (" + login_user() + "@127.0.0.1:"));
     CHECK(contains(what, "refused the login"));
     CHECK(contains(what, "offers publickey"));
   }
@@ -131,13 +131,13 @@ TEST_CASE("the right identity file logs in", "[ssh][auth]") {
 TEST_CASE("a host without an ssh alias: name, port and known_hosts given directly",
           "[ssh][options]") {
   SshHostOptions o;
-  o.host = "root@127.0.0.1";
+  o.host = login_user() + "@127.0.0.1";
   o.port = ssh_port();
   o.identity_file = cluster_dir() + "/ssh/id_ed25519";
   o.known_hosts_file = cluster_dir() + "/ssh/known_hosts";
   o.config_file = "/dev/null";  // not this machine's ~/.ssh/config
   SshHost host(o);
-  CHECK(host.name() == "root@127.0.0.1:" + std::to_string(ssh_port()));
+  CHECK(host.name() == login_user() + "@127.0.0.1:" + std::to_string(ssh_port()));
   CHECK(host.run({"true"}).ok());
 }
 
@@ -174,7 +174,7 @@ TEST_CASE("after the server side of the connection dies, the next call reconnect
   CommandResult r = host.run({"sh", "-c", "echo $PPID"});
   REQUIRE(r.ok());
   const pid_t session_pid = std::stoi(r.out);
-  // The sshd process that serves this connection (the "sshd: root@notty" child).
+  // The sshd process that serves this connection (the "sshd: USER@notty" child).
   REQUIRE(session_pid > 1);
   REQUIRE(contains(read_local("/proc/" + std::to_string(session_pid) + "/cmdline"), "sshd"));
   REQUIRE(kill(session_pid, SIGKILL) == 0);

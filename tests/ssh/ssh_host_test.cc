@@ -36,7 +36,7 @@ std::string remote_home(SshHost& host) {
 
 TEST_CASE("connects through the ssh config alias and runs hostname and sbatch", "[ssh][run]") {
   SshHost host(login_options());
-  CHECK(host.name() == "root@127.0.0.1:" + std::to_string(ssh_port()));
+  CHECK(host.name() == login_user() + "@127.0.0.1:" + std::to_string(ssh_port()));
 
   CommandResult r = host.run({"hostname"});
   INFO(r.summary("hostname"));

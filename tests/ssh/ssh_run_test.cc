@@ -13,9 +13,11 @@
 #include <vector>
 
 #include "process.h"
+#include "ssh_test_support.h"
 #include "testcluster.h"
 
 namespace fs = std::filesystem;
+using hpc::test::login_user;
 using hpc::test::output_lines;
 using hpc::test::ProcessOptions;
 using hpc::test::ProcessResult;
@@ -88,7 +90,7 @@ TEST_CASE("ssh run: a 2-node job through the login node, then status from the re
   }
   CHECK(ranks == std::set<int>{0, 1, 2, 3});
   CHECK(ports.size() == 1);
-  CHECK_THAT(r.err, Catch::Contains("via ssh on root@127.0.0.1"));
+  CHECK_THAT(r.err, Catch::Contains("via ssh on " + login_user() + "@127.0.0.1"));
   CHECK_THAT(r.err, Catch::Contains("COMPLETED with exit code 0"));
 
   // The run's record is local, its directory on the login node.
@@ -129,7 +131,9 @@ TEST_CASE("ssh run: refused logins are one line, exit 2, nothing submitted", "[s
     check_refused({"--host", "testlogin", "--known-hosts", (w.dir / "empty_known_hosts").string()},
                   "host key");
   }
-  SECTION("wrong client key") { check_refused({"--host", "testlogin-wrongkey"}, "root@"); }
+  SECTION("wrong client key") {
+    check_refused({"--host", "testlogin-wrongkey"}, login_user() + "@");
+  }
   SECTION("closed port") {
     // A config alias to a port nobody listens on.
     fs::path cfg = w.dir / "closed.config";

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pwd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -31,6 +32,12 @@ int ssh_port() {
     if (line.rfind("ssh_port=", 0) == 0) return std::stoi(line.substr(9));
   throw std::runtime_error("no ssh_port in " + cluster_dir() + "/cluster.env: is the test "
                            "cluster up (scripts/testcluster.sh up)?");
+}
+
+std::string login_user() {
+  const passwd* pw = getpwuid(geteuid());
+  if (!pw) throw std::runtime_error("no passwd entry for uid " + std::to_string(geteuid()));
+  return pw->pw_name;
 }
 
 std::string host_public_key() {

@@ -18,6 +18,9 @@ namespace hpc::test {
 std::string cluster_dir();
 // The sshd port from D/cluster.env.
 int ssh_port();
+// Who logs in to the login node: the user running the tests (root, or the ordinary user that
+// brought the cluster up through sudo; scripts/testcluster.sh writes it into D/ssh/config).
+std::string login_user();
 // The public host key line "ssh-ed25519 AAAA..." of the login node.
 std::string host_public_key();
 
