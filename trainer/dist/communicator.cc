@@ -16,6 +16,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/version.h>
 
+#include "dist/rendezvous.h"
 #include "error.h"
 
 #if defined(USE_C10D_GLOO) && __has_include(<gloo/rendezvous/store.h>)
@@ -229,6 +230,11 @@ std::unique_ptr<Communicator> connect(const Rendezvous& rdv, const std::string& 
     for (const auto& name : split_commas(ifs)) {
       opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(name));
     }
+  } else if (is_loopback(rdv.master_addr)) {
+    // Every rank dials rank 0 on this host's loopback, so all of them run here: bind the
+    // loopback too, without resolving the host's name (which a container or a minimal root may
+    // not know; Gloo would then warn on every rank and fall back to the loopback anyway).
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
   } else {
     opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
   }

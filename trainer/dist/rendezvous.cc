@@ -1,5 +1,7 @@
 #include "dist/rendezvous.h"
 
+#include <arpa/inet.h>
+
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -87,6 +89,14 @@ Rendezvous rendezvous_from_env(const EnvLookup& env, const std::string& master_s
     throw UserError("MASTER_PORT", "is not set", "export MASTER_PORT=<free port> on every rank");
   }
   return r;
+}
+
+bool is_loopback(const std::string& addr) {
+  if (addr == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, addr.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  return inet_pton(AF_INET6, addr.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
 }  // namespace hpc::train::dist

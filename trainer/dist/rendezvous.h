@@ -29,4 +29,8 @@ EnvLookup process_environment();
 Rendezvous rendezvous_from_env(const EnvLookup& env, const std::string& master_suffix,
                                bool required);
 
+// True for an address on the loopback (127.0.0.0/8, ::1, "localhost"): every rank that dials it
+// as MASTER_ADDR runs on this host, so the ranks can talk over the loopback too.
+bool is_loopback(const std::string& addr);
+
 }  // namespace hpc::train::dist

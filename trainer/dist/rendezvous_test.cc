@@ -68,3 +68,14 @@ TEST_CASE("broken rendezvous variables are user errors naming the variable", "[r
                                                {"MASTER_PORT", "1"}}), "", true),
                     Catch::Contains("SLURM_JOB_NODELIST"));
 }
+
+TEST_CASE("loopback addresses: every rank that dials one runs on this host", "[rendezvous]") {
+  for (const char* a : {"127.0.0.1", "127.1.2.3", "::1", "localhost"}) {
+    INFO(a);
+    CHECK(is_loopback(a));
+  }
+  for (const char* a : {"10.0.0.1", "128.0.0.1", "node01", "node01i", "::2", "", "127.0.0"}) {
+    INFO(a);
+    CHECK_FALSE(is_loopback(a));
+  }
+}
