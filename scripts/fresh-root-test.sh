@@ -142,8 +142,12 @@ in_root() {
     "HOME=$home" "USER=$user" "LOGNAME=$user" "TERM=dumb" "LANG=C.UTF-8" "CI=true"
     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" /bin/bash -c "$cmd")
   if [[ $net == isolated ]]; then
-    unshare --uts --net -- /bin/sh -c 'hostname fresh-debian && ip link set lo up && exec "$@"' \
-      sh "${inner[@]}"
+    # A network of its own: the loopback, and one interface with an address as a real machine
+    # has (slurmctld asks getaddrinfo with AI_ADDRCONFIG, which ignores the loopback). The veth's
+    # peer stays in the namespace too, so nothing leaves it. 192.0.2.0/24 is TEST-NET-1.
+    unshare --uts --net -- /bin/sh -c 'hostname fresh-debian && ip link set lo up &&
+      ip link add eth0 type veth peer name eth0-peer && ip addr add 192.0.2.10/24 dev eth0 &&
+      ip link set eth0-peer up && ip link set eth0 up && exec "$@"' sh "${inner[@]}"
   else
     unshare --uts -- /bin/sh -c 'hostname fresh-debian && exec "$@"' sh "${inner[@]}"
   fi

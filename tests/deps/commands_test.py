@@ -35,7 +35,12 @@ PROJECT_PROGRAMS = {"hpclaunch", "hpctrain"}
 NOT_COMMANDS = {
     "hpc-no-such-program-here": "tests/: a program that must not exist (error message tests)",
     "no-such-program-hpclaunch": "tests/: a program that must not exist (error message tests)",
+    "sudo": "run only by an ordinary user, whose machine's sudo is the precondition (docs/hacking.md)",
 }
+# Scripts that run on a host preparing a test machine, not on the machine under test: they
+# install what they need themselves (scripts/install-deps.sh --fresh-root), so a program only
+# they use need not be installed here; when it is, its package must still be named.
+HOST_TOOLS = {"scripts/fresh-root-test.sh"}
 # Wrappers whose first non-option argument is again a command.
 WRAPPERS = {"env", "sudo", "timeout", "nohup", "nice", "setsid", "xargs", "unshare", "flock",
             "runuser", "stdbuf"}
@@ -205,6 +210,9 @@ class ShellScanner:
             if w.endswith("=") and self.peek() == "(":  # name=( array ), possibly over lines
                 self.skip_balanced("(", ")")
                 continue
+            if w == "esac" and in_case:
+                in_case, case_pattern, at_command = in_case - 1, False, False
+                continue
             if case_pattern:
                 continue
             if skip_until:
@@ -212,10 +220,6 @@ class ShellScanner:
                     skip_until, at_command = None, skip_until in ("do", "in")
                     if w == "in" and in_case:
                         case_pattern, at_command = True, False
-                continue
-            if w == "esac":
-                in_case, case_pattern = max(0, in_case - 1), False
-                at_command = False
                 continue
             if not at_command:
                 continue
@@ -237,6 +241,7 @@ class ShellScanner:
             if w in KEYWORDS_BEFORE_COMMAND or w in WRAPPER_OPTIONS_TAKE_COMMAND:
                 continue
             if w in WRAPPERS:
+                self.found.append((line, w))
                 self.after_wrapper(w)
                 continue
             if PROGRAM.fullmatch(w):
@@ -278,7 +283,7 @@ CMAKE_SHELL = re.compile(r"COMMAND\s+bash\s+-c\s+\"((?:[^\"\\]|\\.)*)\"", re.S)
 
 
 def uses(repo):
-    """{program: first 'file:line' using it}."""
+    """{program: ['file:line' of each use]}."""
     found = {}
     shell_files = sorted(set((repo / "tests").rglob("*.sh")) | set((repo / "scripts").glob("*.sh")))
     shell_files += [p for p in [repo / ".ci" / "run"] if p.exists()]
@@ -291,7 +296,7 @@ def uses(repo):
             return
         if word in NOT_COMMANDS or "/" in word:
             return
-        found.setdefault(word, where)
+        found.setdefault(word, []).append(where)
 
     for p in shell_files:
         for n, word in shell_commands(p.read_text()):
@@ -371,8 +376,12 @@ def main():
                             capture_output=True, text=True, check=True).stdout.split()
     allowed = set(listed) | direct_dependencies(listed)
     problems, rows = [], []
-    for program, where in sorted(uses(repo).items()):
+    for program, places in sorted(uses(repo).items()):
+        where = places[0]
         package, path = package_of(program)
+        if path is None and all(p.split(":")[0] in HOST_TOOLS for p in places):
+            rows.append(f"{program:16} {'(host tool)':20} {where}")
+            continue
         if path is None:
             problems.append(f"{where}: '{program}' is not installed here; add the Debian package "
                             "that provides it to scripts/install-deps.sh")
