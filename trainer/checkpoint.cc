@@ -20,7 +20,8 @@
 #include <torch/torch.h>
 
 #include "atomic_file.h"
-#include "dist/strategy.h"
+#include "dist/process_group.h"
+#include "dist/state_piece.h"
 #include "error.h"
 #include "json_file.h"
 #include "model.h"
@@ -191,9 +192,10 @@ void prune_checkpoints(const fs::path& dir, int keep) {
 
 }  // namespace
 
-SavedCheckpoint save_checkpoint(const fs::path& dir, Manifest info, const std::vector<dist::StatePiece>& pieces,
-                         const DataPosition& data, dist::Strategy& strategy, int keep) {
-  const int rank = strategy.rank(), world = strategy.world();
+SavedCheckpoint save_checkpoint(const fs::path& dir, Manifest info,
+                                const std::vector<dist::StatePiece>& pieces,
+                                const DataPosition& data, dist::ProcessGroup& group, int keep) {
+  const int rank = group.rank(), world = group.world();
   const std::string name = checkpoint_dir_name(info.next_step);
   const fs::path final_dir = dir / name;
   const fs::path tmp = dir / (name + ".tmp");
@@ -208,7 +210,7 @@ SavedCheckpoint save_checkpoint(const fs::path& dir, Manifest info, const std::v
     fs::create_directory(tmp, ec);
     if (ec) throw UserError(tmp.string(), fmt::format("cannot create: {}", ec.message()), "check --checkpoint-dir");
   }
-  strategy.barrier();
+  group.barrier();
 
   // This rank's file and its description.
   ShardFile mine;
@@ -235,7 +237,7 @@ SavedCheckpoint save_checkpoint(const fs::path& dir, Manifest info, const std::v
   mine.bytes = fs::file_size(tmp / mine.name);
   w = WriteList();  // the CPU copies of the state are not needed any more
   hpc::write_file_atomically(tmp / sidecar_name(rank), shard_file_to_json(mine));
-  strategy.barrier();
+  group.barrier();
 
   if (rank == 0) {
     info.world = world;
@@ -263,7 +265,7 @@ SavedCheckpoint save_checkpoint(const fs::path& dir, Manifest info, const std::v
     fs::remove_all(old, ec);
     prune_checkpoints(dir, keep);
   }
-  strategy.barrier();  // no rank goes on (or exits) before the checkpoint is whole
+  group.barrier();  // no rank goes on (or exits) before the checkpoint is whole
   SavedCheckpoint out{final_dir, 0};
   for (const auto& f : info.files) out.bytes += f.bytes;
   return out;
@@ -305,8 +307,8 @@ Manifest read_manifest(const fs::path& checkpoint_dir) {
 }
 
 std::optional<Checkpoint> select_checkpoint(const std::vector<fs::path>& candidates,
-                                            dist::Strategy& strategy) {
-  const int rank = strategy.rank(), world = strategy.world();
+                                            dist::ProcessGroup& group) {
+  const int rank = group.rank(), world = group.world();
   for (size_t c = 0; c < candidates.size(); ++c) {
     const fs::path& dir = candidates[c];
     const std::string then = c + 1 < candidates.size()
@@ -319,7 +321,7 @@ std::optional<Checkpoint> select_checkpoint(const std::vector<fs::path>& candida
     } catch (const UserError& e) {
       problem = e.what();
     }
-    if (strategy.any_rank(!problem.empty())) {
+    if (group.any_rank(!problem.empty())) {
       if (rank == 0) warn(fmt::format("{}; skipping checkpoint {}, {}", problem.empty() ? dir.string() : problem, dir.string(), then));
       continue;
     }
@@ -332,7 +334,7 @@ std::optional<Checkpoint> select_checkpoint(const std::vector<fs::path>& candida
       warn(fmt::format("{}: {}; skipping checkpoint {}, {}", file.string(), what, dir.string(), then));
       bad = true;
     }
-    if (strategy.any_rank(bad)) continue;
+    if (group.any_rank(bad)) continue;
     return cp;
   }
   return std::nullopt;

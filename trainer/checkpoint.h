@@ -22,15 +22,15 @@ namespace hpc::train {
 
 class GptImpl;
 namespace dist {
-class Strategy;
+class ProcessGroup;
 struct StatePiece;
 }  // namespace dist
 
 // The model's parameters as a checkpoint records them (registration order).
 std::vector<ParamShape> param_layout(GptImpl& model);
 
-// Collective: every rank calls it with its own pieces (Strategy::pieces_to_save() or
-// dist::replicated_pieces) and data position. `info` has everything but the files; the world
+// Collective over `group`: every rank calls it with its own pieces (Strategy::pieces_to_save())
+// and data position. `info` has everything but the files; the world
 // size and the files are filled here. Writes DIR/step_<info.next_step> (replacing one of that
 // name), then removes all but the newest `keep` checkpoints in DIR (keep <= 0: none). Returns the
 // checkpoint's directory and (on rank 0) the bytes of all its files.
@@ -39,8 +39,8 @@ struct SavedCheckpoint {
   uint64_t bytes = 0;
 };
 SavedCheckpoint save_checkpoint(const std::filesystem::path& dir, Manifest info,
-                                      const std::vector<dist::StatePiece>& pieces,
-                                      const DataPosition& data, dist::Strategy& strategy, int keep);
+                                const std::vector<dist::StatePiece>& pieces,
+                                const DataPosition& data, dist::ProcessGroup& group, int keep);
 
 // The checkpoints in DIR (step_<digits> directories holding a manifest.json), newest first.
 std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& dir);
@@ -60,12 +60,12 @@ struct Checkpoint {
   Manifest manifest;
 };
 
-// Collective: the first of `candidates` (newest first) whose manifest reads and whose files are
+// Collective over `group`: the first of `candidates` (newest first) whose manifest reads and whose files are
 // all present and whole (size and SHA-256; the files are shared out over the ranks, each checked
 // by one), every rank agreeing on the choice. For each one skipped, one warning line on stderr
 // names the bad file and what is wrong with it. Nothing when none is usable.
 std::optional<Checkpoint> select_checkpoint(const std::vector<std::filesystem::path>& candidates,
-                                            dist::Strategy& strategy);
+                                            dist::ProcessGroup& group);
 
 // Fills the pieces (their values, and their moments where they have them) from the files of the
 // checkpoint that overlap them, and restores the CPU generator's state. Throws UserError when a

@@ -14,6 +14,7 @@
 #include "checkpoint.h"
 #include "data.h"
 #include "dist/rendezvous.h"
+#include "dist/make_strategy.h"
 #include "dist/strategy.h"
 #include "error.h"
 #include "metrics.h"
@@ -214,8 +215,7 @@ std::string sample_text(GptImpl& model, int64_t tokens, uint64_t seed, const at:
 // The persistent training state this rank holds (the memory report): the model's parameters and
 // .grad tensors, the strategy's gradient buffers, and the optimiser's moments (whole, or the
 // strategy's shard).
-StateBytes held_state(const std::vector<at::Tensor>& params, const AdamW* optimizer,
-                      const dist::Strategy& strategy) {
+StateBytes held_state(const std::vector<at::Tensor>& params, const dist::Strategy& strategy) {
   auto bytes = [](const at::Tensor& t) { return t.defined() ? t.numel() * int64_t(t.element_size()) : 0; };
   StateBytes s;
   for (const auto& p : params) {
@@ -226,11 +226,6 @@ StateBytes held_state(const std::vector<at::Tensor>& params, const AdamW* optimi
   if (held.parameters >= 0) s.parameters = held.parameters;  // fsdp: the shards
   s.gradients += held.gradients;
   s.optimizer = held.optimizer;
-  if (optimizer) {
-    for (size_t i = 0; i < params.size(); ++i) {
-      s.optimizer += bytes(optimizer->exp_avg()[i]) + bytes(optimizer->exp_avg_sq()[i]);
-    }
-  }
   return s;
 }
 
@@ -369,7 +364,8 @@ int run_train(const TrainOptions& o) {
   so.device = device.str();
   so.adamw = AdamWOptions{o.beta1, o.beta2, o.eps, o.weight_decay};
   auto strategy = dist::make_strategy(so, rdv);
-  const int rank = strategy->rank();
+  dist::ProcessGroup& ranks = strategy->group();
+  const int rank = ranks.rank();
 
   // --- the model and its optimiser ---
   torch::manual_seed(o.seed);
@@ -381,17 +377,13 @@ int run_train(const TrainOptions& o) {
   auto params = parameters_of(*model);
   // What checkpoints record and check (before attach: fsdp frees the parameters' storage).
   const std::vector<ParamShape> layout = param_layout(*model);
-  strategy->set_units(model->parameter_units());
-  strategy->attach(params);
+  strategy->attach(params, model->parameter_units());  // builds the optimiser
   if (UnitHooks* hooks = strategy->unit_hooks()) model->set_unit_hooks(hooks);  // fsdp
-  // zero1/zero2 hold AdamW's state themselves, each rank its shard; the others use this one.
-  std::optional<AdamW> optimizer;
-  if (!strategy->shards_optimizer()) optimizer.emplace(params, so.adamw);
 
   int64_t first_step = 0;
   if (!resume_from.empty()) {
     const auto r0 = Clock::now();
-    const auto cp = select_checkpoint(resume_from, *strategy);
+    const auto cp = select_checkpoint(resume_from, ranks);
     if (!cp) {
       throw UserError(resume == "auto" ? o.checkpoint_dir : resume,
                       fmt::format("none of the {} checkpoint(s) is whole (see the warnings above)",
@@ -404,10 +396,8 @@ int run_train(const TrainOptions& o) {
       throw UserError((cp->dir / "manifest.json").string(),
                       "its parameter names or shapes are not the model's", "resume with the same model flags");
     }
-    load_pieces(*cp, optimizer ? dist::replicated_pieces(params, *optimizer, rank, rdv.world, false)
-                               : strategy->pieces_to_load());
-    if (optimizer) optimizer->set_steps(m.optimizer_steps);
-    else strategy->set_optimizer_steps(m.optimizer_steps);
+    load_pieces(*cp, strategy->pieces_to_load());
+    strategy->set_optimizer_steps(m.optimizer_steps);
     strategy->after_load();
     first_step = m.next_step;
     // The data: each rank where it stood, or, with another world size or micro-batch, where
@@ -439,7 +429,7 @@ int run_train(const TrainOptions& o) {
     if (val_data && o.eval_every > 0 && (step % o.eval_every == 0 || last)) {
       model->eval();
       double v = evaluate(*model, *val_data, o.val_batches, B, T, device, autocast);
-      v = strategy->mean_over_ranks(v);
+      v = ranks.mean_over_ranks(v);
       print0(rank, fmt::format("step {:5d} | val loss {:.6f}", step, v));
       if (rank == 0) metrics.write_val(step, v);
     }
@@ -471,15 +461,9 @@ int run_train(const TrainOptions& o) {
     }
     strategy->finish_gradients();  // DDP: gradients are now the mean over ranks
     if (!o.dump_grads.empty() && step == first_step && rank == 0) export_gradients(o.dump_grads, *model);
-    const double loss_value = strategy->mean_over_ranks(loss_accum.item<double>());
+    const double loss_value = ranks.mean_over_ranks(loss_accum.item<double>());
     const double lr = schedule.at(step);
-    double norm;
-    if (optimizer) {
-      norm = clip_grad_norm(params, o.grad_clip);
-      optimizer->step(lr);
-    } else {
-      norm = strategy->clip_and_step(o.grad_clip, lr);  // the norm over all shards
-    }
+    const double norm = strategy->clip_and_step(o.grad_clip, lr);  // the norm over all shards
     synchronize(device);
     const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
 
@@ -494,7 +478,7 @@ int run_train(const TrainOptions& o) {
     m.tokens_per_s = double(o.total_batch_tokens) / dt;
     if (peak > 0) m.mfu = flops_per_token * m.tokens_per_s / (peak * rdv.world);
     m.memory_bytes = memory_in_use(device);
-    m.state = held_state(params, optimizer ? &*optimizer : nullptr, *strategy);
+    m.state = held_state(params, *strategy);
     if (o.log_every > 0 && (step % o.log_every == 0 || last)) print0(rank, format_step_line(m));
     if (step == first_step) {
       print0(rank, fmt::format("rank 0 holds {} bytes of parameters, {} of gradients, {} of optimiser "
@@ -505,11 +489,11 @@ int run_train(const TrainOptions& o) {
 
     // --- checkpoint: after the update, so it resumes at step + 1 ---
     const bool periodic = o.checkpoint_every > 0 && (step + 1) % o.checkpoint_every == 0;
-    const bool stop = strategy->any_rank(g_stop_requested != 0);  // all ranks agree
+    const bool stop = ranks.any_rank(g_stop_requested != 0);  // all ranks agree
     if (periodic || (last && o.checkpoint_at_end) || stop) {  // every rank writes its pieces
       Manifest info;
       info.next_step = step + 1;
-      info.optimizer_steps = optimizer ? optimizer->steps() : strategy->optimizer_steps();
+      info.optimizer_steps = strategy->optimizer_steps();
       info.strategy = strategy->name();
       info.config = config;
       info.micro_batch = B;
@@ -519,17 +503,15 @@ int run_train(const TrainOptions& o) {
       info.tokens_consumed = (step + 1) * o.total_batch_tokens;
       info.params = layout;
       const auto c0 = Clock::now();
-      const auto saved = save_checkpoint(o.checkpoint_dir, info,
-                                         optimizer ? dist::replicated_pieces(params, *optimizer, rank, rdv.world, true)
-                                                   : strategy->pieces_to_save(),
-                                         DataPosition{train_data.shard(), train_data.position()}, *strategy,
-                                         o.keep_checkpoints);
+      const auto saved = save_checkpoint(o.checkpoint_dir, info, strategy->pieces_to_save(),
+                                         DataPosition{train_data.shard(), train_data.position()},
+                                         ranks, o.keep_checkpoints);
       print0(rank, fmt::format("step {:5d} | checkpoint {} ({:.1f} MB in {} files, {:.2f} s)", step,
                                saved.dir.string(), double(saved.bytes) / 1e6, rdv.world,
                                std::chrono::duration<double>(Clock::now() - c0).count()));
     }
     if (stop) {
-      strategy->barrier();  // no rank leaves before the checkpoint is whole
+      ranks.barrier();  // no rank leaves before the checkpoint is whole
       // A rank that saw no signal itself names the usual one: the batch script forwards USR1.
       const char* sig = stop_signal_name(g_stop_requested);
       if (last) {  // the run is complete: nothing to resume
@@ -541,7 +523,7 @@ int run_train(const TrainOptions& o) {
       return kExitStoppedForRequeue;
     }
   }
-  strategy->barrier();
+  ranks.barrier();
   return 0;
 }
 
@@ -593,7 +575,7 @@ int run_export(const ExportOptions& o) {
         throw UserError("--from", fmt::format("no checkpoint at {}", o.from),
                         "give a checkpoint (DIR/step_NNNNNNNN), a directory of them, or HF weights");
       }
-      dist::SingleProcess single;
+      dist::SingleProcessGroup single;
       cp = select_checkpoint(candidates, single);
       if (!cp) {
         throw UserError("--from", fmt::format("none of the {} checkpoint(s) at {} is whole (see the "

@@ -23,7 +23,6 @@
 // backward. Writes go through the collectives, not through the parameters, so autograd's version
 // counters are untouched. On CUDA the buffer is bf16 (the mixed-precision policy: parameters
 // gathered in bf16; master weights, gradient reductions and the optimiser in fp32).
-#include "dist/fsdp.h"
 
 #include <algorithm>
 #include <cmath>
@@ -33,6 +32,8 @@
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/torch.h>
 
+#include "dist/communicator_group.h"
+#include "dist/strategies.h"
 #include "dist/zero.h"
 #include "optim_cpu.h"
 
@@ -80,18 +81,18 @@ struct Unit {
 
 class Fsdp final : public Strategy, public UnitHooks {
  public:
-  Fsdp(std::unique_ptr<Communicator> comm, const StrategyOptions& o) : comm_(std::move(comm)), options_(o) {}
+  Fsdp(std::unique_ptr<Communicator> comm, const StrategyOptions& o)
+      : group_(std::move(comm), o.timeout_s, c10::Device(o.device)), options_(o) {}
 
   const char* name() const override { return "fsdp"; }
-  int rank() const override { return comm_->rank(); }
-  int world() const override { return comm_->world(); }
-  bool shards_optimizer() const override { return true; }
+  ProcessGroup& group() override { return group_; }
   bool shards_parameters() const override { return true; }
   UnitHooks* unit_hooks() override { return this; }
-  void set_units(const std::vector<std::vector<size_t>>& units) override { unit_params_ = units; }
 
-  void attach(const std::vector<at::Tensor>& params) override {
-    if (unit_params_.empty()) throw std::logic_error("fsdp: set_units before attach");
+  void attach(const std::vector<at::Tensor>& params,
+              const std::vector<std::vector<size_t>>& units) override {
+    if (units.empty()) throw std::logic_error("fsdp: the model has no units");
+    unit_params_ = units;
     torch::NoGradGuard no_grad;
     params_ = params;
     const auto device = params_.at(0).device();
@@ -99,7 +100,7 @@ class Fsdp final : public Strategy, public UnitHooks {
     {  // every rank starts from rank 0's values
       std::vector<at::Tensor> data;
       for (auto& p : params_) data.push_back(p.detach());
-      comm_->broadcast(data, 0);
+      group_.comm().broadcast(data, 0);
     }
     const int W = world(), r = rank();
     unit_of_.assign(params_.size(), 0);
@@ -174,34 +175,25 @@ class Fsdp final : public Strategy, public UnitHooks {
   void set_gradient_sync(bool) override {}  // every backward reduce-scatters (see the top)
 
   void finish_gradients() override {
-    if (!reduced_) throw std::runtime_error("fsdp: the last micro-step's backward did not reduce the gradients");
+    if (!reduced_) {
+      throw std::runtime_error("fsdp: the last micro-step's backward did not reduce the gradients");
+    }
     reduced_ = false;
   }
-
-  double mean_over_ranks(double value) override {
-    try {
-      return sum_over_ranks(*comm_, value, device()) / double(world());
-    } catch (const std::exception& e) {
-      throw std::runtime_error(collective_failure(*comm_, "loss all-reduce", options_.timeout_s, e));
-    }
-  }
-
-  void barrier() override { comm_->barrier(); }
 
   double clip_and_step(double max_norm, double lr) override {
     torch::NoGradGuard no_grad;
     double sumsq = 0;
     for (auto& u : units_) {
-      if (u.gathering || u.reducing) throw std::logic_error("fsdp: a collective is still in flight at the step");
+      if (u.gathering || u.reducing) {
+        throw std::logic_error("fsdp: a collective is still in flight at the step");
+      }
       if (plain_cpu_float(u.grad_shard)) sumsq += sum_of_squares(u.grad_shard.data_ptr<float>(), u.S);
       else sumsq += u.grad_shard.to(at::kDouble).pow(2).sum().item<double>();
     }
-    double total = 0;
-    try {
-      total = std::sqrt(sum_over_ranks(*comm_, sumsq, device()));
-    } catch (const std::exception& e) {
-      throw std::runtime_error(collective_failure(*comm_, "fsdp gradient norm all-reduce", options_.timeout_s, e));
-    }
+    const double total = std::sqrt(group_.checked("fsdp gradient norm all-reduce", [&] {
+      return sum_over_ranks(group_.comm(), sumsq, group_.device());
+    }));
     const double coef = std::min(1.0, max_norm / (total + 1e-6));  // as clip_grad_norm (optim.cc)
     ++steps_;
     const double bc1 = 1.0 - std::pow(options_.adamw.beta1, double(steps_));
@@ -270,29 +262,23 @@ class Fsdp final : public Strategy, public UnitHooks {
   void set_optimizer_steps(int64_t steps) override { steps_ = steps; }
 
  private:
-  at::Device device() const { return params_.empty() ? at::Device(at::kCPU) : params_[0].device(); }
-
-  void wait_for(Communicator::Pending& work, const char* what) {
-    try {
-      work.wait();
-    } catch (const std::exception& e) {  // c10d's errors name a socket: say what it means
-      throw std::runtime_error(collective_failure(*comm_, fmt::format("fsdp {}", what), options_.timeout_s, e));
-    }
-  }
+  int rank() const { return group_.rank(); }
+  int world() const { return group_.world(); }
+  const at::Device& device() const { return group_.device(); }
 
   void start_gather(size_t u) {
     Unit& unit = units_[u];
     if (unit.gathered || unit.gathering) return;
     allocate_storage(unit.full);
     unit.send = param_dtype_ == at::kFloat ? unit.shard : unit.shard.to(param_dtype_);
-    unit.gathering = comm_->all_gather_flat(unit.full, unit.send);
+    unit.gathering = group_.comm().all_gather_flat(unit.full, unit.send);
   }
 
   void gather(size_t u) {
     Unit& unit = units_[u];
     if (unit.gathered) return;
     start_gather(u);
-    wait_for(*unit.gathering, "parameter all-gather");
+    group_.wait(*unit.gathering, "fsdp parameter all-gather");
     unit.gathering.reset();
     unit.send = at::Tensor();
     unit.gathered = true;
@@ -327,14 +313,14 @@ class Fsdp final : public Strategy, public UnitHooks {
     release(u);
     if (last_reducing_ >= 0) finish_reduce(size_t(last_reducing_));  // one in flight at a time
     unit.reduced = torch::empty({unit.S}, unit.grad_full.options());
-    unit.reducing = comm_->reduce_scatter_flat(unit.reduced, unit.grad_full);
+    unit.reducing = group_.comm().reduce_scatter_flat(unit.reduced, unit.grad_full);
     last_reducing_ = int(u);
   }
 
   void finish_reduce(size_t u) {
     Unit& unit = units_[u];
     if (!unit.reducing) return;
-    wait_for(*unit.reducing, "gradient reduce-scatter");
+    group_.wait(*unit.reducing, "fsdp gradient reduce-scatter");
     unit.reducing.reset();
     unit.grad_shard.add_(unit.reduced, 1.0 / double(world()));
     unit.reduced = at::Tensor();
@@ -357,7 +343,7 @@ class Fsdp final : public Strategy, public UnitHooks {
     reduced_ = true;
   }
 
-  std::unique_ptr<Communicator> comm_;
+  CommunicatorGroup group_;
   StrategyOptions options_;
   std::vector<std::vector<size_t>> unit_params_;
   std::vector<at::Tensor> params_;
@@ -373,7 +359,8 @@ class Fsdp final : public Strategy, public UnitHooks {
 
 }  // namespace
 
-std::unique_ptr<Strategy> make_fsdp(std::unique_ptr<Communicator> comm, const StrategyOptions& options) {
+std::unique_ptr<Strategy> make_fsdp(std::unique_ptr<Communicator> comm,
+                                    const StrategyOptions& options) {
   return std::make_unique<Fsdp>(std::move(comm), options);
 }
 
