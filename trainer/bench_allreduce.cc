@@ -12,15 +12,14 @@
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <torch/cuda.h>
 
 #include "bench_allreduce.h"
+#include "device.h"
 #include "dist/communicator.h"
 #include "dist/rendezvous.h"
 #include "error.h"
 
 #if HPC_TORCH_CUDA
-#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAFunctions.h>
 #endif
 
@@ -36,26 +35,6 @@ at::ScalarType parse_dtype(const std::string& s) {
   if (s == "int64") return at::kLong;
   throw UserError("--dtype", fmt::format("unknown dtype '{}'", s),
                   "use float32, float64, float16, bfloat16, int32 or int64");
-}
-
-at::Device pick_device(const std::string& d, int local_rank) {
-  const bool cuda = torch::cuda::is_available();
-  if (d == "cpu" || (d == "auto" && !cuda)) return at::Device(at::kCPU);
-  if (d == "cuda" || d == "auto") {
-    if (!cuda) throw UserError("--device", "cuda was asked for but no CUDA device is usable",
-                               "use --device cpu, or a CUDA build of LibTorch on a GPU node");
-    const int n = int(torch::cuda::device_count());
-    return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(local_rank % n));
-  }
-  throw UserError("--device", fmt::format("unknown device '{}'", d), "use auto, cpu or cuda");
-}
-
-void synchronize(const at::Device& d) {
-#if HPC_TORCH_CUDA
-  if (d.is_cuda()) at::cuda::getCurrentCUDAStream(d.index()).synchronize();
-#else
-  (void)d;
-#endif
 }
 
 std::string human_size(int64_t b) {
