@@ -6,7 +6,7 @@
 #include <torch/version.h>
 
 #include "error.h"
-#include "metrics.h"
+#include "metrics/metrics.h"
 
 #if HPC_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>

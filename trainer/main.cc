@@ -15,8 +15,8 @@
 #include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
 
-#include "bench_allreduce.h"
-#include "config.h"
+#include "dist/bench_allreduce.h"
+#include "model/config.h"
 #include "error.h"
 #include "train.h"
 

@@ -9,17 +9,17 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include "checkpoint.h"
-#include "data.h"
+#include "checkpoint/checkpoint.h"
+#include "data/data.h"
 #include "device.h"
 #include "dist/rendezvous.h"
 #include "dist/make_strategy.h"
 #include "dist/strategy.h"
 #include "error.h"
-#include "metrics.h"
-#include "model.h"
-#include "optim.h"
-#include "schedule.h"
+#include "metrics/metrics.h"
+#include "model/model.h"
+#include "optim/optim.h"
+#include "optim/schedule.h"
 
 #if HPC_TORCH_CUDA
 #include <c10/cuda/CUDAFunctions.h>

@@ -35,7 +35,7 @@
 #include "dist/communicator_group.h"
 #include "dist/strategies.h"
 #include "dist/zero.h"
-#include "optim_cpu.h"
+#include "optim/optim_cpu.h"
 
 namespace hpc::train::dist {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "dist/rendezvous.h"
 #include "dist/strategy.h"
-#include "optim.h"
+#include "optim/optim.h"
 
 namespace hpc::train::dist {
 

@@ -8,7 +8,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "dist/state_piece.h"
-#include "optim.h"
+#include "optim/optim.h"
 
 namespace hpc::train::dist {
 

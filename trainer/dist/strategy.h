@@ -12,7 +12,7 @@
 
 #include "dist/process_group.h"
 #include "dist/state_piece.h"
-#include "unit_hooks.h"
+#include "model/unit_hooks.h"
 
 namespace hpc::train::dist {
 

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include "optim_cpu.h"
+#include "optim/optim_cpu.h"
 
 namespace hpc::train::dist {
 

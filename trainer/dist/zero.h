@@ -17,7 +17,7 @@
 
 #include "dist/communicator.h"
 #include "dist/optimizer.h"
-#include "optim.h"
+#include "optim/optim.h"
 
 namespace hpc::train::dist {
 

@@ -1,4 +1,4 @@
-#include "metrics.h"
+#include "metrics/metrics.h"
 
 #include <time.h>
 #include <unistd.h>

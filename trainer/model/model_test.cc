@@ -1,13 +1,13 @@
 // Unit tests of the LibTorch parts (one translation unit: each costs ~30 s to compile): the
 // model, the fused head + cross-entropy, and the optimiser.
-#include "model.h"
+#include "model/model.h"
 
 #include <cmath>
 
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
-#include "optim.h"
+#include "optim/optim.h"
 
 using namespace hpc::train;
 

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "bench_allreduce.h"
+#include "dist/bench_allreduce.h"
 #include "error.h"
 
 namespace hpc::train {

@@ -1,4 +1,4 @@
-#include "schedule.h"
+#include "optim/schedule.h"
 
 #include <algorithm>
 #include <cmath>

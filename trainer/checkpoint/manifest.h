@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
+#include "model/config.h"
 
 namespace hpc::train {
 

@@ -1,4 +1,4 @@
-#include "data.h"
+#include "data/data.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -1,4 +1,4 @@
-#include "checkpoint_manifest.h"
+#include "checkpoint/manifest.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "optim_cpu.h"
+#include "optim/optim_cpu.h"
 
 #include <cmath>
 

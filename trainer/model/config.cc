@@ -1,4 +1,4 @@
-#include "config.h"
+#include "model/config.h"
 
 #include <map>
 

@@ -1,6 +1,6 @@
-#include "optim.h"
+#include "optim/optim.h"
 
-#include "optim_cpu.h"
+#include "optim/optim_cpu.h"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "checkpoint.h"
+#include "checkpoint/checkpoint.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -24,8 +24,8 @@
 #include "dist/state_piece.h"
 #include "error.h"
 #include "json_file.h"
-#include "model.h"
-#include "safetensors.h"
+#include "model/model.h"
+#include "checkpoint/safetensors.h"
 #include "sha256.h"
 
 namespace hpc::train {

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "bench_allreduce.h"
+#include "dist/bench_allreduce.h"
 #include "error.h"
 
 using namespace hpc::train;

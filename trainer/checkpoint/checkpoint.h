@@ -2,7 +2,7 @@
 // `hpctrain export`) and Hugging Face GPT-2 weights (model.safetensors + config.json, for
 // --init-from and `hpctrain export`).
 //
-// A checkpoint is a directory DIR/step_00001234 (checkpoint_manifest.h has the layout): every rank
+// A checkpoint is a directory DIR/step_00001234 (checkpoint/manifest.h has the layout): every rank
 // writes its pieces of the state (parameters and AdamW moments, dist::StatePiece) to its own
 // safetensors file, rank 0 writes manifest.json, all of it into DIR/step_00001234.tmp, renamed
 // whole once every rank's file is there. Loading fills any ranks' pieces from whichever files
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint_manifest.h"
-#include "config.h"
+#include "checkpoint/manifest.h"
+#include "model/config.h"
 
 namespace hpc::train {
 

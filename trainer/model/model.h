@@ -10,8 +10,8 @@
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 
-#include "config.h"
-#include "unit_hooks.h"
+#include "model/config.h"
+#include "model/unit_hooks.h"
 
 namespace hpc::train {
 

@@ -1,4 +1,4 @@
-#include "softmax_xent.h"
+#include "model/softmax_xent.h"
 
 #include <cmath>
 #include <random>

@@ -1,6 +1,6 @@
-#include "model.h"
+#include "model/model.h"
 
-#include "softmax_xent.h"
+#include "model/softmax_xent.h"
 
 #include <cmath>
 

@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "bench_allreduce.h"
+#include "dist/bench_allreduce.h"
 #include "device.h"
 #include "dist/communicator.h"
 #include "dist/rendezvous.h"
