@@ -145,7 +145,9 @@ std::string sample_text(GptImpl& model, int64_t tokens, uint64_t seed, const at:
 // .grad tensors, the strategy's gradient buffers, and the optimiser's moments (whole, or the
 // strategy's shard).
 StateBytes held_state(const std::vector<at::Tensor>& params, const dist::Strategy& strategy) {
-  auto bytes = [](const at::Tensor& t) { return t.defined() ? t.numel() * int64_t(t.element_size()) : 0; };
+  auto bytes = [](const at::Tensor& t) {
+    return t.defined() ? t.numel() * int64_t(t.element_size()) : 0;
+  };
   StateBytes s;
   for (const auto& p : params) {
     s.parameters += bytes(p);
@@ -178,16 +180,18 @@ void check_resumable(const Manifest& m, const fs::path& dir, const GptConfig& co
                      int64_t total_batch_tokens) {
   const std::string where = (dir / "manifest.json").string();
   if (!(m.config == config)) {
-    throw UserError(where, fmt::format("checkpoint is for model {}, the flags say {}", describe(m.config),
-                                       describe(config)),
+    throw UserError(where,
+                    fmt::format("checkpoint is for model {}, the flags say {}", describe(m.config),
+                                describe(config)),
                     "resume with the same model flags");
   }
   if (m.seq_len != T || m.total_batch_tokens != total_batch_tokens) {
-    throw UserError(where,
-                    fmt::format("checkpoint has seq-len {} and total batch {} tokens; this run has {} and {}",
-                                m.seq_len, m.total_batch_tokens, T, total_batch_tokens),
-                    "resume with the same --seq-len and --total-batch-tokens (the world size and "
-                    "--micro-batch may change)");
+    throw UserError(
+        where,
+        fmt::format("checkpoint has seq-len {} and total batch {} tokens; this run has {} and {}",
+                    m.seq_len, m.total_batch_tokens, T, total_batch_tokens),
+        "resume with the same --seq-len and --total-batch-tokens (the world size and "
+        "--micro-batch may change)");
   }
 }
 
@@ -417,7 +421,8 @@ int stop_on_signal(int64_t step, bool last, dist::ProcessGroup& ranks) {
   // A rank that saw no signal itself names the usual one: the batch script forwards USR1.
   const char* sig = stop_signal_name(g_stop_requested);
   if (last) {  // the run is complete: nothing to resume
-    print0(ranks.rank(), fmt::format("step {:5d} | {}: the last step is done; stopping", step, sig));
+    print0(ranks.rank(),
+           fmt::format("step {:5d} | {}: the last step is done; stopping", step, sig));
     return 0;
   }
   print0(ranks.rank(), fmt::format("step {:5d} | {}: stopping (exit {}); resume with --resume "
@@ -489,7 +494,8 @@ int run_train(const TrainOptions& o) {
     // fsdp: every rank takes part in a forward pass (the units are gathered); rank 0 prints.
     if (o.sample_every > 0 && step > 0 && (step % o.sample_every == 0 || last) &&
         (rank == 0 || strategy->shards_parameters())) {
-      const std::string text = sample_text(*model, o.sample_tokens, o.seed + uint64_t(step), device);
+      const std::string text =
+          sample_text(*model, o.sample_tokens, o.seed + uint64_t(step), device);
       print0(rank, fmt::format("step {:5d} | sample: {}", step, text));
     }
 
@@ -546,7 +552,9 @@ int run_train(const TrainOptions& o) {
 // -------------------------------------------------------------------------------------- eval
 
 int run_eval(const EvalOptions& o) {
-  if (o.init_from.empty()) throw UserError("--init-from", "is required", "point it at HF GPT-2 weights");
+  if (o.init_from.empty()) {
+    throw UserError("--init-from", "is required", "point it at HF GPT-2 weights");
+  }
   ModelOptions mo;
   mo.init_from = o.init_from;
   const GptConfig config = mo.resolve();
@@ -588,14 +596,18 @@ int run_export(const ExportOptions& o) {
     } else {
       const auto candidates = checkpoints_at(from);
       if (candidates.empty()) {
-        throw UserError("--from", fmt::format("no checkpoint at {}", o.from),
-                        "give a checkpoint (DIR/step_NNNNNNNN), a directory of them, or HF weights");
+        throw UserError(
+            "--from", fmt::format("no checkpoint at {}", o.from),
+            "give a checkpoint (DIR/step_NNNNNNNN), a directory of them, or HF weights");
       }
       dist::SingleProcessGroup single;
       cp = select_checkpoint(candidates, single);
       if (!cp) {
-        throw UserError("--from", fmt::format("none of the {} checkpoint(s) at {} is whole (see the "
-                                              "warnings above)", candidates.size(), o.from), "");
+        throw UserError("--from",
+                        fmt::format("none of the {} checkpoint(s) at {} is whole (see the "
+                                    "warnings above)",
+                                    candidates.size(), o.from),
+                        "");
       }
     }
   }
@@ -605,7 +617,8 @@ int run_export(const ExportOptions& o) {
   if (!mo.init_from.empty()) load_hf_weights(mo.init_from, *model);
   if (cp) {
     if (cp->manifest.params != param_layout(*model)) {
-      throw UserError((cp->dir / "manifest.json").string(), "its parameter names or shapes are not GPT-2's",
+      throw UserError((cp->dir / "manifest.json").string(),
+                      "its parameter names or shapes are not GPT-2's",
                       "export a checkpoint written by hpctrain train");
     }
     // Every parameter whole, from whichever ranks' files hold it; no optimiser state.
@@ -618,7 +631,9 @@ int run_export(const ExportOptions& o) {
   }
   export_hf(o.to, *model);
   fmt::print("exported {}{} to {}\n", describe(config),
-             cp ? fmt::format(" (step {}, saved by {} rank(s))", cp->manifest.next_step, cp->manifest.world) : "",
+             cp ? fmt::format(" (step {}, saved by {} rank(s))", cp->manifest.next_step,
+                              cp->manifest.world)
+                : "",
              o.to);
   return 0;
 }

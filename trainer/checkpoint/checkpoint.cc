@@ -84,7 +84,8 @@ void assign(at::Tensor& dst, const at::Tensor& src) {
 }
 
 bool is_conv1d_weight(const std::string& name) {
-  static const std::regex r(R"(^h\.\d+\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight$)");
+  static const std::regex r(
+      R"(^h\.\d+\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight$)");
   return std::regex_match(name, r);
 }
 
@@ -98,7 +99,9 @@ fs::path hf_weights_file(const fs::path& path) {
 
 std::vector<ParamShape> param_layout(GptImpl& model) {
   std::vector<ParamShape> out;
-  for (auto& item : model.named_parameters()) out.push_back({item.key(), item.value().sizes().vec()});
+  for (auto& item : model.named_parameters()) {
+    out.push_back({item.key(), item.value().sizes().vec()});
+  }
   return out;
 }
 
@@ -160,7 +163,9 @@ std::string check_shard_file(const fs::path& file, const ShardFile& f) {
   try {
     MappedFile m(file);
     const std::string sum = sha256_hex(m.view());
-    if (sum != f.sha256) return fmt::format("SHA-256 {} does not match the manifest's {}", sum, f.sha256);
+    if (sum != f.sha256) {
+      return fmt::format("SHA-256 {} does not match the manifest's {}", sum, f.sha256);
+    }
   } catch (const std::exception& e) {
     return fmt::format("cannot read: {}", e.what());
   }
@@ -179,7 +184,8 @@ void prune_checkpoints(const fs::path& dir, int keep) {
     const std::string name = e.path().filename().string();
     for (const char* suffix : {".tmp", ".old"}) {
       const std::string sfx = suffix;
-      if (name.size() > sfx.size() && name.compare(name.size() - sfx.size(), sfx.size(), sfx) == 0 &&
+      if (name.size() > sfx.size() &&
+          name.compare(name.size() - sfx.size(), sfx.size(), sfx) == 0 &&
           checkpoint_step(name.substr(0, name.size() - sfx.size()))) {
         fs::remove_all(e.path(), ec);
       }
@@ -203,12 +209,16 @@ SavedCheckpoint save_checkpoint(const fs::path& dir, Manifest info,
   if (rank == 0) {
     fs::create_directories(dir, ec);
     if (ec) {
-      throw UserError(dir.string(), fmt::format("cannot create checkpoint directory: {}", ec.message()),
+      throw UserError(dir.string(),
+                      fmt::format("cannot create checkpoint directory: {}", ec.message()),
                       "check --checkpoint-dir");
     }
     fs::remove_all(tmp, ec);
     fs::create_directory(tmp, ec);
-    if (ec) throw UserError(tmp.string(), fmt::format("cannot create: {}", ec.message()), "check --checkpoint-dir");
+    if (ec) {
+      throw UserError(tmp.string(), fmt::format("cannot create: {}", ec.message()),
+                      "check --checkpoint-dir");
+    }
   }
   group.barrier();
 
@@ -246,7 +256,8 @@ SavedCheckpoint save_checkpoint(const fs::path& dir, Manifest info,
     info.files.clear();
     for (int r = 0; r < world; ++r) {
       const fs::path side = tmp / sidecar_name(r);
-      info.files.push_back(parse_shard_file(hpc::read_text_file(side, "checkpoint shard description"), side.string()));
+      info.files.push_back(parse_shard_file(
+          hpc::read_text_file(side, "checkpoint shard description"), side.string()));
     }
     check_coverage(info, (tmp / "manifest.json").string());  // the strategy's pieces are complete
     hpc::write_file_atomically(tmp / "manifest.json", manifest_to_json(info));
@@ -257,10 +268,15 @@ SavedCheckpoint save_checkpoint(const fs::path& dir, Manifest info,
     if (fs::exists(final_dir, ec)) {
       fs::remove_all(old, ec);
       fs::rename(final_dir, old, ec);
-      if (ec) throw UserError(final_dir.string(), fmt::format("cannot replace: {}", ec.message()), "");
+      if (ec) {
+        throw UserError(final_dir.string(), fmt::format("cannot replace: {}", ec.message()), "");
+      }
     }
     fs::rename(tmp, final_dir, ec);
-    if (ec) throw UserError(final_dir.string(), fmt::format("cannot rename {} to it: {}", tmp.string(), ec.message()), "");
+    if (ec) {
+      throw UserError(final_dir.string(),
+                      fmt::format("cannot rename {} to it: {}", tmp.string(), ec.message()), "");
+    }
     sync_directory(dir);
     fs::remove_all(old, ec);
     prune_checkpoints(dir, keep);
@@ -279,7 +295,8 @@ std::vector<fs::path> list_checkpoints(const fs::path& dir) {
     const auto step = checkpoint_step(e.path().filename().string());
     if (step && fs::exists(e.path() / "manifest.json", ec)) found.emplace_back(*step, e.path());
   }
-  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::sort(found.begin(), found.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<fs::path> out;
   for (auto& [step, path] : found) out.push_back(path);
   return out;
@@ -311,9 +328,10 @@ std::optional<Checkpoint> select_checkpoint(const std::vector<fs::path>& candida
   const int rank = group.rank(), world = group.world();
   for (size_t c = 0; c < candidates.size(); ++c) {
     const fs::path& dir = candidates[c];
-    const std::string then = c + 1 < candidates.size()
-                                 ? fmt::format("trying the previous one, {}", candidates[c + 1].filename().string())
-                                 : "no older checkpoint to fall back to";
+    const std::string then =
+        c + 1 < candidates.size()
+            ? fmt::format("trying the previous one, {}", candidates[c + 1].filename().string())
+            : "no older checkpoint to fall back to";
     Checkpoint cp{dir, {}};
     std::string problem;
     try {
@@ -322,7 +340,10 @@ std::optional<Checkpoint> select_checkpoint(const std::vector<fs::path>& candida
       problem = e.what();
     }
     if (group.any_rank(!problem.empty())) {
-      if (rank == 0) warn(fmt::format("{}; skipping checkpoint {}, {}", problem.empty() ? dir.string() : problem, dir.string(), then));
+      if (rank == 0) {
+        warn(fmt::format("{}; skipping checkpoint {}, {}", problem.empty() ? dir.string() : problem,
+                         dir.string(), then));
+      }
       continue;
     }
     bool bad = false;
@@ -331,7 +352,8 @@ std::optional<Checkpoint> select_checkpoint(const std::vector<fs::path>& candida
       const fs::path file = dir / files[i].name;
       const std::string what = check_shard_file(file, files[i]);
       if (what.empty()) continue;
-      warn(fmt::format("{}: {}; skipping checkpoint {}, {}", file.string(), what, dir.string(), then));
+      warn(fmt::format("{}: {}; skipping checkpoint {}, {}", file.string(), what, dir.string(),
+                       then));
       bad = true;
     }
     if (group.any_rank(bad)) continue;
@@ -347,28 +369,38 @@ void load_pieces(const Checkpoint& cp, const std::vector<dist::StatePiece>& piec
   std::map<size_t, SafetensorsFile> open;
   auto file = [&](size_t f) -> SafetensorsFile& {
     auto it = open.find(f);
-    if (it == open.end()) it = open.emplace(f, SafetensorsFile::open(cp.dir / m.files[f].name)).first;
+    if (it == open.end()) {
+      it = open.emplace(f, SafetensorsFile::open(cp.dir / m.files[f].name)).first;
+    }
     return it->second;
   };
   auto tensor = [&](size_t f, const std::string& key, int64_t length) {
     const auto& st = file(f);
     const std::string fwhere = st.path().string();
     auto it = st.tensors().find(key);
-    if (it == st.tensors().end()) throw UserError(fwhere, fmt::format("missing tensor '{}'", key), "the checkpoint is damaged; use another one");
+    if (it == st.tensors().end()) {
+      throw UserError(fwhere, fmt::format("missing tensor '{}'", key),
+                      "the checkpoint is damaged; use another one");
+    }
     at::Tensor v = view_of(it->second, fwhere).view({-1});
     if (v.numel() != length) {
-      throw UserError(fwhere, fmt::format("tensor '{}' has {} elements, the manifest says {}", key, v.numel(), length),
-                      "the checkpoint is damaged; use another one");
+      throw UserError(
+          fwhere,
+          fmt::format("tensor '{}' has {} elements, the manifest says {}", key, v.numel(), length),
+          "the checkpoint is damaged; use another one");
     }
     return v;
   };
   for (const auto& p : pieces) {
-    if (p.param >= m.params.size()) throw std::logic_error("load_pieces: a piece of an unknown parameter");
+    if (p.param >= m.params.size()) {
+      throw std::logic_error("load_pieces: a piece of an unknown parameter");
+    }
     for (const auto& o : overlaps(m, {p.param, p.offset, p.length}, where)) {
       const int64_t saved = m.files[o.file].pieces[o.piece].length;
       auto copy = [&](const at::Tensor& dst, const char* what) {
         if (!dst.defined()) return;
-        at::Tensor src = tensor(o.file, fmt::format("{}.{}", what, o.piece), saved).narrow(0, o.src_offset, o.length);
+        at::Tensor src = tensor(o.file, fmt::format("{}.{}", what, o.piece), saved)
+                             .narrow(0, o.src_offset, o.length);
         dst.narrow(0, o.dst_offset, o.length).copy_(src);
       };
       copy(p.value, "value");
@@ -379,11 +411,14 @@ void load_pieces(const Checkpoint& cp, const std::vector<dist::StatePiece>& piec
   if (!m.rng_file.empty()) {
     size_t f = 0;
     while (f < m.files.size() && m.files[f].name != m.rng_file) ++f;
-    if (f == m.files.size()) throw UserError(where, fmt::format("rng.file '{}' is not one of its files", m.rng_file), "");
+    if (f == m.files.size()) {
+      throw UserError(where, fmt::format("rng.file '{}' is not one of its files", m.rng_file), "");
+    }
     const auto& st = file(f);
     auto it = st.tensors().find(m.rng_tensor);
     if (it == st.tensors().end()) {
-      throw UserError(st.path().string(), fmt::format("missing tensor '{}'", m.rng_tensor), "the checkpoint is damaged; use another one");
+      throw UserError(st.path().string(), fmt::format("missing tensor '{}'", m.rng_tensor),
+                      "the checkpoint is damaged; use another one");
     }
     at::Generator gen = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(gen.mutex());
@@ -426,8 +461,9 @@ void load_hf_weights(const fs::path& path, GptImpl& model) {
     auto it = t.find(name);
     if (it == t.end()) it = t.find("transformer." + name);
     if (it == t.end()) {
-      throw UserError(where, fmt::format("missing tensor '{}'", name),
-                      "expected Hugging Face GPT-2 names (wte.weight, h.0.attn.c_attn.weight, ...)");
+      throw UserError(
+          where, fmt::format("missing tensor '{}'", name),
+          "expected Hugging Face GPT-2 names (wte.weight, h.0.attn.c_attn.weight, ...)");
     }
     at::Tensor v = view_of(it->second, where);
     if (is_conv1d_weight(name)) v = v.t();  // HF Conv1D: [in, out] -> [out, in]

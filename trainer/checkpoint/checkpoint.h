@@ -60,10 +60,10 @@ struct Checkpoint {
   Manifest manifest;
 };
 
-// Collective over `group`: the first of `candidates` (newest first) whose manifest reads and whose files are
-// all present and whole (size and SHA-256; the files are shared out over the ranks, each checked
-// by one), every rank agreeing on the choice. For each one skipped, one warning line on stderr
-// names the bad file and what is wrong with it. Nothing when none is usable.
+// Collective over `group`: the first of `candidates` (newest first) whose manifest reads and whose
+// files are all present and whole (size and SHA-256; the files are shared out over the ranks, each
+// checked by one), every rank agreeing on the choice. For each one skipped, one warning line on
+// stderr names the bad file and what is wrong with it. Nothing when none is usable.
 std::optional<Checkpoint> select_checkpoint(const std::vector<std::filesystem::path>& candidates,
                                             dist::ProcessGroup& group);
 

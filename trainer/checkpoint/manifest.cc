@@ -34,15 +34,19 @@ ShardFile shard_from(const nlohmann::json& j, const std::string& where) {
   f.data.position = j.at("data").at("position").get<int64_t>();
   for (const auto& p : j.at("pieces")) {
     if (!p.is_array() || p.size() != 3) {
-      throw UserError(where, fmt::format("file {}: a piece is {}, not [param, offset, length]", f.name, p.dump()),
-                      "the checkpoint is damaged; use another one");
+      throw UserError(
+          where,
+          fmt::format("file {}: a piece is {}, not [param, offset, length]", f.name, p.dump()),
+          "the checkpoint is damaged; use another one");
     }
     f.pieces.push_back({p[0].get<size_t>(), p[1].get<int64_t>(), p[2].get<int64_t>()});
   }
   // The file name is joined to the checkpoint directory: nothing that leaves it.
   if (f.name.empty() || f.name.find('/') != std::string::npos || f.name == "." || f.name == "..") {
-    throw UserError(where, fmt::format("file name '{}' is not a plain name in the checkpoint directory", f.name),
-                    "the checkpoint is damaged; use another one");
+    throw UserError(
+        where,
+        fmt::format("file name '{}' is not a plain name in the checkpoint directory", f.name),
+        "the checkpoint is damaged; use another one");
   }
   return f;
 }
@@ -73,7 +77,9 @@ std::string checkpoint_dir_name(int64_t step) { return fmt::format("step_{:08d}"
 
 std::optional<int64_t> checkpoint_step(const std::string& name) {
   const std::string prefix = "step_";
-  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) {
+    return std::nullopt;
+  }
   if (name.size() - prefix.size() > 18) return std::nullopt;
   int64_t step = 0;
   for (size_t i = prefix.size(); i < name.size(); ++i) {
@@ -115,8 +121,9 @@ Manifest parse_manifest(const std::string& text, const std::string& where) {
   try {
     const auto j = nlohmann::json::parse(text);
     if (j.value("format", "") != kCheckpointFormat) {
-      throw UserError(where, fmt::format("format is '{}', not {}", j.value("format", ""), kCheckpointFormat),
-                      "point --resume at a checkpoint written by this hpctrain");
+      throw UserError(
+          where, fmt::format("format is '{}', not {}", j.value("format", ""), kCheckpointFormat),
+          "point --resume at a checkpoint written by this hpctrain");
     }
     m.next_step = j.at("next_step").get<int64_t>();
     m.optimizer_steps = j.at("optimizer_steps").get<int64_t>();
@@ -137,7 +144,8 @@ Manifest parse_manifest(const std::string& text, const std::string& where) {
     m.rng_file = j.at("rng").at("file").get<std::string>();
     m.rng_tensor = j.at("rng").at("tensor").get<std::string>();
     for (const auto& p : j.at("params")) {
-      m.params.push_back({p.at("name").get<std::string>(), p.at("shape").get<std::vector<int64_t>>()});
+      m.params.push_back(
+          {p.at("name").get<std::string>(), p.at("shape").get<std::vector<int64_t>>()});
     }
     for (const auto& f : j.at("files")) m.files.push_back(shard_from(f, where));
   } catch (const nlohmann::json::exception& e) {
@@ -182,14 +190,16 @@ std::vector<Overlap> overlaps(const Manifest& m, const PieceRef& want, const std
   }
   std::sort(out.begin(), out.end(),
             [](const Overlap& x, const Overlap& y) { return x.dst_offset < y.dst_offset; });
-  int64_t covered = 0;  // pieces do not overlap (check_coverage): each must start where the last ended
+  int64_t covered =
+      0;  // pieces do not overlap (check_coverage): each must start where the last ended
   for (const auto& o : out) {
     if (o.dst_offset != covered) break;
     covered += o.length;
   }
   if (covered != want.length) {
-    throw UserError(where, fmt::format("no file holds elements {}..{} of parameter {}", lo + covered,
-                                       hi - 1, want.param),
+    throw UserError(where,
+                    fmt::format("no file holds elements {}..{} of parameter {}", lo + covered,
+                                hi - 1, want.param),
                     "the checkpoint is damaged; use another one");
   }
   return out;
@@ -203,13 +213,15 @@ void check_coverage(const Manifest& m, const std::string& where) {
   }
   for (size_t i = 0; i < by_param.size(); ++i) {
     auto& ps = by_param[i];
-    std::sort(ps.begin(), ps.end(), [](const PieceRef& a, const PieceRef& b) { return a.offset < b.offset; });
+    std::sort(ps.begin(), ps.end(),
+              [](const PieceRef& a, const PieceRef& b) { return a.offset < b.offset; });
     int64_t next = 0;
     for (const auto& p : ps) {
       if (p.offset != next) {
         throw UserError(where,
-                        fmt::format("parameter {} ({}): elements from {} are {}", i, m.params[i].name,
-                                    std::min(next, p.offset), p.offset > next ? "in no piece" : "in two pieces"),
+                        fmt::format("parameter {} ({}): elements from {} are {}", i,
+                                    m.params[i].name, std::min(next, p.offset),
+                                    p.offset > next ? "in no piece" : "in two pieces"),
                         "the checkpoint is damaged; use another one");
       }
       next = p.offset + p.length;

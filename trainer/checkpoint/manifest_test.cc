@@ -35,7 +35,9 @@ Manifest sample(int world) {
     f.data = {0, 64 * r};
     const int64_t lo = r * s, hi = std::min(total, lo + s);
     if (lo < std::min<int64_t>(hi, 10)) f.pieces.push_back({0, lo, std::min<int64_t>(hi, 10) - lo});
-    if (std::max<int64_t>(lo, 10) < hi) f.pieces.push_back({1, std::max<int64_t>(lo, 10) - 10, hi - std::max<int64_t>(lo, 10)});
+    if (std::max<int64_t>(lo, 10) < hi) {
+      f.pieces.push_back({1, std::max<int64_t>(lo, 10) - 10, hi - std::max<int64_t>(lo, 10)});
+    }
     m.files.push_back(f);
   }
   return m;
@@ -106,12 +108,14 @@ TEST_CASE("manifest: damaged ones are refused naming the file") {
 }
 
 TEST_CASE("overlaps: a range is found in whichever files hold it, in order") {
-  const Manifest m = sample(4);  // S = 4: rank 0 [0,4) of a; 1 [4,8) of a; 2 [8,10) of a + [0,2) of b; 3 [2,6) of b
+  const Manifest m = sample(
+      4);  // S = 4: rank 0 [0,4) of a; 1 [4,8) of a; 2 [8,10) of a + [0,2) of b; 3 [2,6) of b
   auto ov = overlaps(m, {0, 3, 6}, "m");  // a[3..9)
   REQUIRE(ov.size() == 3);
   CHECK((ov[0].file == 0 && ov[0].src_offset == 3 && ov[0].dst_offset == 0 && ov[0].length == 1));
   CHECK((ov[1].file == 1 && ov[1].src_offset == 0 && ov[1].dst_offset == 1 && ov[1].length == 4));
-  CHECK((ov[2].file == 2 && ov[2].piece == 0 && ov[2].src_offset == 0 && ov[2].dst_offset == 5 && ov[2].length == 1));
+  CHECK((ov[2].file == 2 && ov[2].piece == 0 && ov[2].src_offset == 0 && ov[2].dst_offset == 5 &&
+         ov[2].length == 1));
 
   auto b = overlaps(m, {1, 0, 6}, "m");  // all of b: rank 2's second piece, then rank 3's
   REQUIRE(b.size() == 2);
@@ -134,6 +138,7 @@ TEST_CASE("overlaps: a range no file holds is an error naming the elements") {
     overlaps(m, {1, 0, 6}, "ck/manifest.json");
     FAIL("no error");
   } catch (const hpc::UserError& e) {
-    CHECK(std::string(e.what()).find("ck/manifest.json: no file holds elements 0..5 of parameter 1") == 0);
+    CHECK(std::string(e.what()).find(
+              "ck/manifest.json: no file holds elements 0..5 of parameter 1") == 0);
   }
 }

@@ -69,7 +69,8 @@ SafetensorsFile SafetensorsFile::open(const fs::path& path) {
       t.shape = it.value().at("shape").get<std::vector<int64_t>>();
       auto off = it.value().at("data_offsets").get<std::vector<uint64_t>>();
       if (off.size() != 2 || off[0] > off[1] || off[1] > data_bytes) {
-        throw UserError(where, fmt::format("tensor '{}' has offsets outside the file", it.key()), "");
+        throw UserError(where, fmt::format("tensor '{}' has offsets outside the file", it.key()),
+                        "");
       }
       int64_t numel = 1;
       for (int64_t s : t.shape) numel *= s;
@@ -108,7 +109,8 @@ std::string write_safetensors(const fs::path& path,
   if (!metadata.empty()) header["__metadata__"] = metadata;
   size_t offset = 0;
   for (const auto& [name, t] : tensors) {
-    header[name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes}}};
+    header[name] = {
+        {"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes}}};
     offset += t.bytes;
   }
   std::string h = header.dump();

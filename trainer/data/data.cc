@@ -158,10 +158,11 @@ TokenFile TokenFile::open(const fs::path& path, TokenFormat format) {
       f.data_offset_ = hstart + hlen;
       f.width_ = 2;
       if (f.data_offset_ + 2 * f.count_ != n) {
-        throw bad(path,
-                  fmt::format("size {} bytes does not match {} uint16 tokens after a {}-byte header",
-                              n, f.count_, f.data_offset_),
-                  "the file is truncated or not a token shard");
+        throw bad(
+            path,
+            fmt::format("size {} bytes does not match {} uint16 tokens after a {}-byte header", n,
+                        f.count_, f.data_offset_),
+            "the file is truncated or not a token shard");
       }
       break;
     }
@@ -270,7 +271,8 @@ void TokenFile::check_vocab(int64_t vocab_size) const {
   if (count_ == 0) return;
   const uint32_t m = max_token();
   if (int64_t(m) >= vocab_size) {
-    throw bad(path_, fmt::format("token id {} is outside the model's vocabulary of {}", m, vocab_size),
+    throw bad(path_,
+              fmt::format("token id {} is outside the model's vocabulary of {}", m, vocab_size),
               fmt::format("use --vocab-size {} or more (GPT-2 tokens need 50257; 50304 is padded)",
                           int64_t(m) + 1));
   }
@@ -343,11 +345,12 @@ void DataIterator::skip(int64_t batches) {
 void DataIterator::seek(int64_t shard, int64_t position) {
   if (shard < 0 || shard >= int64_t(sizes_.size()) || position < 0 ||
       position >= int64_t(sizes_[size_t(shard)])) {
-    throw UserError(shard >= 0 && shard < int64_t(paths_.size()) ? paths_[size_t(shard)].string() : "--data",
-                    fmt::format("the checkpoint's data position (shard {}, token {}) is not in the {} "
-                                "training shard(s) given",
-                                shard, position, sizes_.size()),
-                    "resume with the same --data");
+    throw UserError(
+        shard >= 0 && shard < int64_t(paths_.size()) ? paths_[size_t(shard)].string() : "--data",
+        fmt::format("the checkpoint's data position (shard {}, token {}) is not in the {} "
+                    "training shard(s) given",
+                    shard, position, sizes_.size()),
+        "resume with the same --data");
   }
   shard_ = shard;
   position_ = position;

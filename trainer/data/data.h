@@ -1,8 +1,9 @@
 // Token data: memory-mapped shards and the workshops' DataIterator over them.
 //
 // Formats (chosen by --data-format, or by the file name when "auto"):
-//   .npy   build-nanogpt shards: NumPy array, dtype '<u2', one dimension (np.save of uint16 tokens).
-//   .bin   llm.c shards: 256 x int32 little-endian header (magic 20240520, version 1, token
+//   .npy   build-nanogpt shards: NumPy array, dtype '<u2', one dimension (np.save of uint16
+//   tokens). .bin   llm.c shards: 256 x int32 little-endian header (magic 20240520, version 1,
+//   token
 //          count), then the tokens as uint16. A .bin without that magic is read as headerless
 //          uint16 tokens (size must be even).
 //   .txt   plain text; the byte-level tokenizer maps each byte to one token (vocabulary 256).

@@ -55,8 +55,8 @@ std::string npy_bytes(const std::vector<uint16_t>& t, const std::string& descr =
   return s + dict + u16_bytes(t);
 }
 
-std::string llmc_bytes(const std::vector<uint16_t>& t, int32_t magic = 20240520, int32_t version = 1,
-                       int32_t count = -1) {
+std::string llmc_bytes(const std::vector<uint16_t>& t, int32_t magic = 20240520,
+                       int32_t version = 1, int32_t count = -1) {
   std::vector<int32_t> header(256, 0);
   header[0] = magic;
   header[1] = version;
@@ -133,7 +133,8 @@ TEST_CASE("bad token files are one-line user errors", "[data]") {
 
   write_bytes(d.path / "big.npy", npy_bytes({1, 2, 50256}));
   auto f = TokenFile::open(d.path / "big.npy");
-  CHECK_THROWS_WITH(f.check_vocab(256), Catch::Contains("50256") && Catch::Contains("--vocab-size 50257"));
+  CHECK_THROWS_WITH(f.check_vocab(256),
+                    Catch::Contains("50256") && Catch::Contains("--vocab-size 50257"));
   CHECK_NOTHROW(f.check_vocab(50257));
 }
 
@@ -159,7 +160,8 @@ struct ReferenceLoader {
   int64_t B, T, rank, world;
   size_t shard = 0;
   int64_t pos;
-  ReferenceLoader(std::vector<std::vector<uint16_t>> s, int64_t B_, int64_t T_, int64_t r, int64_t w)
+  ReferenceLoader(std::vector<std::vector<uint16_t>> s, int64_t B_, int64_t T_, int64_t r,
+                  int64_t w)
       : shards(std::move(s)), B(B_), T(T_), rank(r), world(w), pos(B_ * T_ * r) {}
   std::vector<int64_t> next() {
     std::vector<int64_t> buf(shards[shard].begin() + pos, shards[shard].begin() + pos + B * T + 1);
@@ -215,7 +217,8 @@ TEST_CASE("skip() lands where next() would", "[data]") {
   }
 }
 
-TEST_CASE("seek() to a saved position lands where next() would; another world continues the tokens", "[data]") {
+TEST_CASE("seek() to a saved position lands where next() would; another world continues the tokens",
+          "[data]") {
   TempDir d;
   std::vector<fs::path> paths = {d.path / "a_train.npy", d.path / "b_train.npy"};
   write_bytes(paths[0], npy_bytes(iota_tokens(50, 0)));
@@ -235,7 +238,8 @@ TEST_CASE("seek() to a saved position lands where next() would; another world co
   }
   // World 2 -> 1: rank 0's position is where the world stood; the single rank reads on from there
   // (its two micro-batches are the two ranks' next batches).
-  DataIterator r0(paths, TokenFormat::kAuto, 1, 8, 0, 2, 1000), r1(paths, TokenFormat::kAuto, 1, 8, 1, 2, 1000);
+  DataIterator r0(paths, TokenFormat::kAuto, 1, 8, 0, 2, 1000),
+      r1(paths, TokenFormat::kAuto, 1, 8, 1, 2, 1000);
   std::vector<int64_t> w0, w1, ws;
   r0.next(w0);
   r1.next(w1);

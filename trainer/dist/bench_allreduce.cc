@@ -82,11 +82,13 @@ int run_bench_allreduce(const BenchAllreduceOptions& o) {
   if (o.warmup < 0) throw UserError("--warmup", "must not be negative", "");
   if (o.dist_timeout_s <= 0) throw UserError("--dist-timeout", "must be positive", "");
   if (o.device != "auto" && o.device != "cpu" && o.device != "cuda") {
-    throw UserError("--device", fmt::format("unknown device '{}'", o.device), "use auto, cpu or cuda");
+    throw UserError("--device", fmt::format("unknown device '{}'", o.device),
+                    "use auto, cpu or cuda");
   }
 
   const auto rdv = dist::rendezvous_from_env(dist::process_environment(), o.master_suffix, true);
-  if (rdv.rank == 0 && !o.json.empty()) {  // a JSON path that cannot be written fails now, not at the end
+  if (rdv.rank == 0 &&
+      !o.json.empty()) {  // a JSON path that cannot be written fails now, not at the end
     const std::string tmp = o.json + ".tmp";
     if (!std::ofstream(tmp)) throw UserError("--json", fmt::format("cannot write {}", tmp), "");
     std::remove(tmp.c_str());
@@ -144,10 +146,12 @@ int run_bench_allreduce(const BenchAllreduceOptions& o) {
     for (int64_t i = 0; i < o.iters; ++i) comm->all_reduce_sum(t)->wait();
     synchronize(device);
     const double local_us =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+            .count() /
         double(o.iters);
     // The time per op is the mean over ranks (nccl-tests' default, -a 1).
-    at::Tensor time_t = at::full({1}, local_us, at::TensorOptions().dtype(at::kDouble).device(device));
+    at::Tensor time_t =
+        at::full({1}, local_us, at::TensorOptions().dtype(at::kDouble).device(device));
     comm->all_reduce_sum(time_t)->wait();
     const double time_us = time_t.item<double>() / n;
 

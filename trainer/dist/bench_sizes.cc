@@ -12,7 +12,8 @@ namespace hpc::train {
 
 int64_t parse_byte_size(const std::string& flag, const std::string& text) {
   const auto bad = [&](const std::string& why) {
-    return UserError(flag, fmt::format("'{}' {}", text, why), "give bytes like 1024, 64K, 16M or 1G");
+    return UserError(flag, fmt::format("'{}' {}", text, why),
+                     "give bytes like 1024, 64K, 16M or 1G");
   };
   size_t i = 0;
   while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
@@ -41,7 +42,8 @@ std::vector<int64_t> bench_sizes(int64_t min, int64_t max, int64_t factor, int64
     throw UserError("--min", fmt::format("{} bytes is more than --max {} bytes", min, max), "");
   }
   if (min < element_size) {
-    throw UserError("--min", fmt::format("{} bytes is less than one {}-byte element", min, element_size), "");
+    throw UserError(
+        "--min", fmt::format("{} bytes is less than one {}-byte element", min, element_size), "");
   }
   std::vector<int64_t> sizes;
   for (int64_t s = min; s <= max; s *= factor) {

@@ -13,7 +13,8 @@ TEST_CASE("bench-allreduce sizes parse with K/M/G suffixes", "[bench]") {
   CHECK(parse_byte_size("--min", "1G") == int64_t(1) << 30);
   CHECK(parse_byte_size("--min", "2KB") == 2048);
   CHECK(parse_byte_size("--min", "16MiB") == 16 << 20);
-  for (const char* bad : {"", "K", "1X", "-1", "1.5K", "0", "1K1", "2048G", "99999999999999999999999"}) {
+  for (const char* bad :
+       {"", "K", "1X", "-1", "1.5K", "0", "1K1", "2048G", "99999999999999999999999"}) {
     CHECK_THROWS_AS(parse_byte_size("--max", bad), hpc::UserError);
   }
 }

@@ -12,8 +12,8 @@
 // .grad tensor); when a bucket's last gradient arrives its all-reduce starts asynchronously,
 // overlapping the rest of backward. An engine callback, run when backward ends, waits for the
 // buckets, divides by the world size and makes each .grad a view of its piece of the bucket
-// (PyTorch's gradient_as_bucket_view: no copy back), before the optimiser sees them. On micro-steps that
-// only accumulate (all but the last of a step) the hooks do nothing.
+// (PyTorch's gradient_as_bucket_view: no copy back), before the optimiser sees them. On micro-steps
+// that only accumulate (all but the last of a step) the hooks do nothing.
 #include <atomic>
 
 #include <fmt/format.h>

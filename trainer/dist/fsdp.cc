@@ -67,7 +67,7 @@ struct Unit {
   std::vector<int64_t> offset;  // of each in the flat vector
   FlatShards layout;            // its of_rank segments' `param` index into `params`
   int64_t S = 0;                // shard elements
-  at::Tensor full;              // [W S] the parameters are views of it; storage freed when not gathered
+  at::Tensor full;  // [W S] the parameters are views of it; storage freed when not gathered
   at::Tensor send;              // what this rank contributes to a gather (shard, cast on CUDA)
   at::Tensor shard;             // [S] fp32 master values
   at::Tensor grad_shard;        // [S] fp32 mean gradient, summed over the step's micro-steps
@@ -112,7 +112,9 @@ class Fsdp final : public Strategy, public UnitHooks {
       std::vector<int64_t> numels;
       for (size_t k = 0; k < unit.params.size(); ++k) {
         const size_t i = unit.params[k];
-        if (!params_[i].is_contiguous()) throw std::runtime_error("fsdp: parameters must be contiguous");
+        if (!params_[i].is_contiguous()) {
+          throw std::runtime_error("fsdp: parameters must be contiguous");
+        }
         unit_of_[i] = u;
         slot_of_[i] = k;
         numels.push_back(params_[i].numel());
@@ -122,7 +124,8 @@ class Fsdp final : public Strategy, public UnitHooks {
       unit.S = unit.layout.shard_numel;
       auto flat = torch::zeros({W * unit.S}, f32);
       for (size_t k = 0; k < unit.params.size(); ++k) {
-        flat.narrow(0, unit.offset[k], numels[k]).copy_(params_[unit.params[k]].detach().reshape({-1}));
+        flat.narrow(0, unit.offset[k], numels[k])
+            .copy_(params_[unit.params[k]].detach().reshape({-1}));
       }
       unit.shard = flat.narrow(0, r * unit.S, unit.S).clone();
       unit.grad_shard = torch::zeros({unit.S}, f32);
@@ -140,7 +143,8 @@ class Fsdp final : public Strategy, public UnitHooks {
     for (size_t i = 0; i < params_.size(); ++i) {
       auto acc = torch::autograd::impl::grad_accumulator(params_[i]);
       acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
-          [this, i](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
+          [this, i](const torch::autograd::variable_list& outputs,
+                    const torch::autograd::variable_list&) {
             on_gradient(i);
             return outputs;
           }));
@@ -188,8 +192,10 @@ class Fsdp final : public Strategy, public UnitHooks {
       if (u.gathering || u.reducing) {
         throw std::logic_error("fsdp: a collective is still in flight at the step");
       }
-      if (plain_cpu_float(u.grad_shard)) sumsq += sum_of_squares(u.grad_shard.data_ptr<float>(), u.S);
-      else sumsq += u.grad_shard.to(at::kDouble).pow(2).sum().item<double>();
+      if (plain_cpu_float(u.grad_shard)) {
+        sumsq += sum_of_squares(u.grad_shard.data_ptr<float>(), u.S);
+      } else
+        sumsq += u.grad_shard.to(at::kDouble).pow(2).sum().item<double>();
     }
     const double total = std::sqrt(group_.checked("fsdp gradient norm all-reduce", [&] {
       return sum_over_ranks(group_.comm(), sumsq, group_.device());
@@ -207,7 +213,8 @@ class Fsdp final : public Strategy, public UnitHooks {
         auto g = u.grad_shard.narrow(0, s.shard_offset, s.length);
         auto m = u.m.narrow(0, s.shard_offset, s.length);
         auto v = u.v.narrow(0, s.shard_offset, s.length);
-        const double decay = params_[u.params[s.param]].dim() >= 2 ? 1.0 - lr * options_.adamw.weight_decay : 1.0;
+        const double decay =
+            params_[u.params[s.param]].dim() >= 2 ? 1.0 - lr * options_.adamw.weight_decay : 1.0;
         if (plain_cpu_float(p)) {
           AdamWStep st{float(decay), float(options_.adamw.beta1), float(options_.adamw.beta2),
                        float(bc2_sqrt), float(options_.adamw.eps), float(step_size)};
@@ -302,7 +309,8 @@ class Fsdp final : public Strategy, public UnitHooks {
     Unit& unit = units_[u];
     auto& p = params_[i];
     if (!unit.grad_full.defined()) {
-      unit.grad_full = torch::zeros({world() * unit.S}, torch::TensorOptions().dtype(at::kFloat).device(device()));
+      unit.grad_full = torch::zeros({world() * unit.S},
+                                    torch::TensorOptions().dtype(at::kFloat).device(device()));
     }
     const int64_t n = p.numel();
     unit.grad_full.narrow(0, unit.offset[slot_of_[i]], n).copy_(p.grad().reshape({n}));
@@ -332,9 +340,11 @@ class Fsdp final : public Strategy, public UnitHooks {
     callback_queued_ = false;
     for (size_t u = 0; u < units_.size(); ++u) {
       if (units_[u].pending != units_[u].params.size()) {
-        throw std::runtime_error(fmt::format(
-            "fsdp: {} parameter(s) of unit {} got no gradient in this backward pass (unused parameters "
-            "are not supported)", units_[u].pending, u));
+        throw std::runtime_error(
+            fmt::format("fsdp: {} parameter(s) of unit {} got no gradient in this backward pass "
+                        "(unused parameters "
+                        "are not supported)",
+                        units_[u].pending, u));
       }
       finish_reduce(u);
       release(u);

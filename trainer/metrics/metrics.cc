@@ -15,8 +15,9 @@
 namespace hpc::train {
 
 std::string format_step_line(const StepMetrics& m) {
-  return fmt::format("step {:5d} | loss {:.6f} | lr {:.4e} | norm {:.4f} | dt {:.2f}ms | tok/s {:.1f}",
-                     m.step, m.loss, m.lr, m.grad_norm, m.step_ms, m.tokens_per_s);
+  return fmt::format(
+      "step {:5d} | loss {:.6f} | lr {:.4e} | norm {:.4f} | dt {:.2f}ms | tok/s {:.1f}", m.step,
+      m.loss, m.lr, m.grad_norm, m.step_ms, m.tokens_per_s);
 }
 
 MetricsLog::MetricsLog(const std::filesystem::path& path, bool append) {

@@ -47,7 +47,8 @@ void validate(const GptConfig& c) {
   positive(c.block_size, "--block-size");
   positive(c.vocab_size, "--vocab-size");
   if (c.n_embd % c.n_head != 0) {
-    throw UserError("--n-embd", fmt::format("{} is not divisible by --n-head {}", c.n_embd, c.n_head),
+    throw UserError("--n-embd",
+                    fmt::format("{} is not divisible by --n-head {}", c.n_embd, c.n_head),
                     "choose n_embd as a multiple of n_head");
   }
 }

@@ -25,7 +25,8 @@ struct Affine : torch::nn::Module {
 
 struct Attention : torch::nn::Module {
   explicit Attention(int64_t C) {
-    c_attn = register_module("c_attn", std::make_shared<Affine>(std::vector<int64_t>{3 * C, C}, 3 * C));
+    c_attn =
+        register_module("c_attn", std::make_shared<Affine>(std::vector<int64_t>{3 * C, C}, 3 * C));
     c_proj = register_module("c_proj", std::make_shared<Affine>(std::vector<int64_t>{C, C}, C));
   }
   std::shared_ptr<Affine> c_attn, c_proj;
@@ -64,8 +65,10 @@ struct GptBlock : torch::nn::Module {
 GptImpl::GptImpl(const GptConfig& config) : config_(config) {
   validate(config_);
   const int64_t C = config_.n_embd;
-  auto wte = register_module("wte", std::make_shared<Affine>(std::vector<int64_t>{config_.vocab_size, C}, 0));
-  auto wpe = register_module("wpe", std::make_shared<Affine>(std::vector<int64_t>{config_.block_size, C}, 0));
+  auto wte = register_module(
+      "wte", std::make_shared<Affine>(std::vector<int64_t>{config_.vocab_size, C}, 0));
+  auto wpe = register_module(
+      "wpe", std::make_shared<Affine>(std::vector<int64_t>{config_.block_size, C}, 0));
   wte_ = wte->weight;
   wpe_ = wpe->weight;
   auto h = register_module("h", torch::nn::ModuleList());
@@ -146,7 +149,8 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& idx) {
     x = x + at::linear(y, blk->attn->c_proj->weight, blk->attn->c_proj->bias);
     // --- MLP: x += c_proj(gelu_tanh(c_fc(ln_2(x)))) ---
     auto m = layer_norm(x, *blk->ln_2);                                           // [B, T, C]
-    auto f = at::gelu(at::linear(m, blk->mlp->c_fc->weight, blk->mlp->c_fc->bias), "tanh");  // [B, T, 4C]
+    auto f = at::gelu(at::linear(m, blk->mlp->c_fc->weight, blk->mlp->c_fc->bias),
+                      "tanh");  // [B, T, 4C]
     x = x + at::linear(f, blk->mlp->c_proj->weight, blk->mlp->c_proj->bias);
     if (hooks_) x = hooks_->after(int(l) + 1, x);
   }
@@ -271,7 +275,8 @@ class ChunkedHeadLossFn : public torch::autograd::Function<ChunkedHeadLossFn> {
                                int64_t chunk_rows, int64_t mdt) {
     auto dx = torch::empty(x.sizes(), x.options().dtype(at::kFloat));
     auto dw = torch::empty(w.sizes(), w.options().dtype(at::kFloat));
-    auto loss = head_loss_pass(x, w, targets, chunk_rows, static_cast<c10::ScalarType>(mdt), &dx, &dw);
+    auto loss =
+        head_loss_pass(x, w, targets, chunk_rows, static_cast<c10::ScalarType>(mdt), &dx, &dw);
     ctx->saved_data["dx"] = dx.to(x.scalar_type());
     ctx->saved_data["dw"] = dw.to(w.scalar_type());
     return loss;

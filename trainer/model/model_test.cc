@@ -113,11 +113,13 @@ TEST_CASE("logits have shape [B, T, V] and attention is causal", "[model]") {
   idx2.index_put_({torch::indexing::Slice(), 7}, (idx.select(1, 7) + 1) % 97);
   auto logits2 = m->logits(idx2);
   using torch::indexing::Slice;
-  CHECK(torch::allclose(logits.index({Slice(), Slice(0, 7)}), logits2.index({Slice(), Slice(0, 7)})));
+  CHECK(
+      torch::allclose(logits.index({Slice(), Slice(0, 7)}), logits2.index({Slice(), Slice(0, 7)})));
   CHECK_FALSE(torch::allclose(logits.index({Slice(), 7}), logits2.index({Slice(), 7})));
 }
 
-TEST_CASE("the chunked head + cross-entropy equals the plain one, with gradients", "[model][head]") {
+TEST_CASE("the chunked head + cross-entropy equals the plain one, with gradients",
+          "[model][head]") {
   torch::manual_seed(2);
   const int64_t N = 45, C = 24, V = 301;
   auto x0 = torch::randn({N, C});
@@ -141,7 +143,8 @@ TEST_CASE("the chunked head + cross-entropy equals the plain one, with gradients
   }
   // Without gradients it only computes the loss.
   torch::NoGradGuard no_grad;
-  CHECK(chunked_head_loss(x0, w0, t, 8).item<double>() == Approx(plain.item<double>()).epsilon(1e-6));
+  CHECK(chunked_head_loss(x0, w0, t, 8).item<double>() ==
+        Approx(plain.item<double>()).epsilon(1e-6));
 }
 
 TEST_CASE("the model's loss is the same with and without chunking", "[model][head]") {

@@ -54,7 +54,8 @@ __attribute__((target("avx2,fma"))) inline __m256 exp_nonpositive(__m256 x) {
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
   const __m256 r2 = _mm256_mul_ps(r, r);
   p = _mm256_fmadd_ps(p, r2, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256i e =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   const __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
   return _mm256_andnot_ps(underflow, y);
 }
@@ -100,7 +101,9 @@ __attribute__((target("avx2,fma"))) void row_avx2(float* l, int64_t V, int64_t t
     }
     for (int64_t j = V8; j < V; ++j) tail += (l[j] = std::exp(l[j] - m));
   } else {
-    for (int64_t j = 0; j < V8; j += 8) add_to(s0, s1, exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(l + j), bm)));
+    for (int64_t j = 0; j < V8; j += 8) {
+      add_to(s0, s1, exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(l + j), bm)));
+    }
     for (int64_t j = V8; j < V; ++j) tail += std::exp(l[j] - m);
   }
   const double sum = hsum(_mm256_add_pd(s0, s1)) + tail;
@@ -108,7 +111,9 @@ __attribute__((target("avx2,fma"))) void row_avx2(float* l, int64_t V, int64_t t
   if (scale == 0) return;
   // Pass 3: scale * softmax, minus scale at the target.
   const __m256 k = _mm256_set1_ps(float(double(scale) / sum));
-  for (int64_t j = 0; j < V8; j += 8) _mm256_storeu_ps(l + j, _mm256_mul_ps(_mm256_loadu_ps(l + j), k));
+  for (int64_t j = 0; j < V8; j += 8) {
+    _mm256_storeu_ps(l + j, _mm256_mul_ps(_mm256_loadu_ps(l + j), k));
+  }
   const float ks = float(double(scale) / sum);
   for (int64_t j = V8; j < V; ++j) l[j] *= ks;
   l[t] -= scale;

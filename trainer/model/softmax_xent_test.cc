@@ -11,7 +11,8 @@ using namespace hpc::train;
 namespace {
 
 // Double-precision reference of one row: loss and scale * (softmax - onehot).
-double reference(const std::vector<float>& row, int64_t t, double scale, std::vector<double>& grad) {
+double reference(const std::vector<float>& row, int64_t t, double scale,
+                 std::vector<double>& grad) {
   double m = -INFINITY;
   for (float v : row) m = std::max(m, double(v));
   double sum = 0;
@@ -29,7 +30,8 @@ TEST_CASE("softmax cross-entropy rows match a double-precision reference", "[hea
   std::mt19937 gen(1);
   for (int64_t V : {1, 7, 8, 9, 257, 50304}) {
     const int64_t n = 3, ld = V + 5;
-    std::normal_distribution<float> normal(0.f, V > 1000 ? 3.f : 20.f);  // wide: exercises exp's range
+    std::normal_distribution<float> normal(0.f,
+                                           V > 1000 ? 3.f : 20.f);  // wide: exercises exp's range
     std::vector<float> logits(size_t(n * ld));
     for (auto& v : logits) v = normal(gen);
     std::vector<int64_t> target(n);

@@ -41,7 +41,8 @@ void AdamW::step(double lr) {
     const auto& g = p.grad();
     if (!g.defined()) continue;
     const double decay = decay_[i] ? 1.0 - lr * opt_.weight_decay : 1.0;
-    if (plain_cpu_float(p) && plain_cpu_float(g) && plain_cpu_float(m_[i]) && plain_cpu_float(v_[i])) {
+    if (plain_cpu_float(p) && plain_cpu_float(g) && plain_cpu_float(m_[i]) &&
+        plain_cpu_float(v_[i])) {
       AdamWStep s{float(decay), float(opt_.beta1), float(opt_.beta2), float(bc2_sqrt),
                   float(opt_.eps), float(step_size)};
       adamw_update(p.data_ptr<float>(), g.data_ptr<float>(), m_[i].data_ptr<float>(),

@@ -9,7 +9,8 @@ struct LrSchedule {
   double max_lr = 6e-4;
   double min_lr_ratio = 0.1;  // cosine decays to max_lr * min_lr_ratio
   int64_t warmup_steps = 715;
-  int64_t decay_steps = 19073;  // step where the cosine reaches its floor (build-nanogpt: max_steps)
+  int64_t decay_steps =
+      19073;  // step where the cosine reaches its floor (build-nanogpt: max_steps)
 
   // Linear warm-up over steps 0..warmup-1 reaching max_lr at step warmup-1, cosine decay from
   // step warmup to decay_steps, then the floor: build-nanogpt's get_lr.
