@@ -1,6 +1,6 @@
 // hpctrain: GPT-2 training in C++ (LibTorch) — the binary hpclaunch's batch scripts start.
-//   hpctrain train  --data PATH --max-steps N [--model NAME | shape flags] [--strategy ddp|zero1|zero2|fsdp] ...
-//   hpctrain eval   --init-from DIR --data FILE --seq-len T --batches N
+//   hpctrain train  --data PATH --max-steps N [--model NAME | shape flags] [--strategy
+//   ddp|zero1|zero2|fsdp] ... hpctrain eval   --init-from DIR --data FILE --seq-len T --batches N
 //   hpctrain export --to DIR [--from CHECKPOINT | --model NAME --seed S]
 //   hpctrain bench-allreduce [--min 1K] [--max 1G] [--factor 2] [--iters N] [--json FILE] ...
 // Bad input: one line on stderr, exit status 2.
@@ -15,8 +15,8 @@
 #include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
 
-#include "bench_allreduce.h"
-#include "config.h"
+#include "dist/bench_allreduce.h"
+#include "model/config.h"
 #include "error.h"
 #include "train.h"
 
@@ -41,7 +41,8 @@ struct ShapeFlags {
 };
 
 void add_model_flags(CLI::App* app, ModelOptions& m, ShapeFlags& s) {
-  app->add_option("--model", m.model, "named shape: gpt2, gpt2-medium, gpt2-large, gpt2-xl, mini, tiny")
+  app->add_option("--model", m.model,
+                  "named shape: gpt2, gpt2-medium, gpt2-large, gpt2-xl, mini, tiny")
       ->capture_default_str();
   app->add_option("--n-layer", s.n_layer, "override the number of blocks");
   app->add_option("--n-head", s.n_head, "override the number of attention heads");
@@ -59,6 +60,146 @@ void add_runtime_flags(CLI::App* app, RuntimeOptions& r) {
                   "CUDA); 0 materialises all logits");
 }
 
+// `hpctrain train`: the flags and where they land.
+struct TrainFlags {
+  hpc::train::TrainOptions options;
+  ShapeFlags shape;
+  int64_t seq_len = kUnset, decay = kUnset;
+};
+
+CLI::App* add_train_command(CLI::App& app, TrainFlags& f) {
+  hpc::train::TrainOptions& t = f.options;
+  auto* train = app.add_subcommand("train", "train a GPT-2");
+  add_model_flags(train, t.model, f.shape);
+  train->add_option("--init-from", t.model.init_from,
+                    "start from Hugging Face GPT-2 weights (DIR or .safetensors)");
+  train->add_option("--data", t.data, "token file, or directory of *train*/*val* shards")
+      ->required();
+  train->add_option("--val-data", t.val_data,
+                    "validation tokens (default: *val* shards of --data)");
+  train->add_option("--data-format", t.data_format, "auto, npy, llmc, u16 or text")
+      ->capture_default_str();
+  train
+      ->add_option("--total-batch-tokens", t.total_batch_tokens,
+                   "tokens per optimiser step, all ranks")
+      ->capture_default_str();
+  train->add_option("--micro-batch", t.micro_batch, "sequences per forward pass (B)")
+      ->capture_default_str();
+  train->add_option("--seq-len", f.seq_len, "tokens per sequence (T; default: the block size)");
+  train->add_option("--max-steps", t.max_steps, "optimiser steps")->required();
+  train->add_option("--max-lr", t.max_lr, "peak learning rate")->capture_default_str();
+  train->add_option("--min-lr-ratio", t.min_lr_ratio, "cosine floor as a fraction of --max-lr")
+      ->capture_default_str();
+  train->add_option("--warmup-steps", t.warmup_steps, "linear warm-up steps")
+      ->capture_default_str();
+  train->add_option("--decay-steps", f.decay,
+                    "step where the cosine reaches its floor (default: --max-steps)");
+  train->add_option("--weight-decay", t.weight_decay, "AdamW decay of 2+-dimensional tensors")
+      ->capture_default_str();
+  train->add_option("--beta1", t.beta1, "AdamW beta1")->capture_default_str();
+  train->add_option("--beta2", t.beta2, "AdamW beta2")->capture_default_str();
+  train->add_option("--eps", t.eps, "AdamW epsilon")->capture_default_str();
+  train->add_option("--grad-clip", t.grad_clip, "clip the global gradient norm to this")
+      ->capture_default_str();
+  train->add_option("--seed", t.seed, "initialisation seed: a run is deterministic for a seed")
+      ->capture_default_str();
+  train->add_option("--metrics", t.metrics,
+                    "JSON-lines metrics file (rank 0; default: $HPCTRAIN_METRICS)");
+  train->add_option("--log-every", t.log_every, "print a step line every N steps")
+      ->capture_default_str();
+  train->add_option("--eval-every", t.eval_every, "validation loss every N steps (0: never)")
+      ->capture_default_str();
+  train->add_option("--val-batches", t.val_batches, "batches per validation")
+      ->capture_default_str();
+  train
+      ->add_option("--sample-every", t.sample_every, "print a text sample every N steps (0: never)")
+      ->capture_default_str();
+  train->add_option("--sample-tokens", t.sample_tokens, "tokens per sample")->capture_default_str();
+  train->add_option("--checkpoint-dir", t.checkpoint_dir, "where checkpoints go")
+      ->capture_default_str();
+  train->add_option("--checkpoint-every", t.checkpoint_every, "checkpoint every N steps (0: never)")
+      ->capture_default_str();
+  train->add_flag("--checkpoint-at-end", t.checkpoint_at_end,
+                  "also checkpoint after the last step");
+  train
+      ->add_option("--keep-checkpoints", t.keep_checkpoints,
+                   "keep the newest N checkpoints (0: all)")
+      ->capture_default_str();
+  train->add_option("--resume", t.resume,
+                    "auto (newest whole one in --checkpoint-dir, if any), a checkpoint "
+                    "(DIR/step_NNNNNNNN) or a directory of them; a requeued Slurm job "
+                    "(SLURM_RESTART_COUNT >= 1) resumes as with auto");
+  train->add_option("--dump-grads", t.dump_grads,
+                    "write the first step's gradients to this .safetensors");
+  train->add_option("--peak-tflops", t.peak_tflops, "device peak for MFU (default: known GPUs)");
+  train
+      ->add_option("--strategy", t.strategy,
+                   "none, ddp, zero1 (sharded optimiser state), zero2 (and sharded gradients) or "
+                   "fsdp (and sharded parameters)")
+      ->capture_default_str();
+  train->add_option("--master-suffix", t.master_suffix,
+                    "appended to the first host of SLURM_JOB_NODELIST (JSC: i)");
+  train->add_option("--dist-timeout", t.dist_timeout_s, "seconds before a collective gives up")
+      ->capture_default_str();
+  train->add_option("--bucket-cap-mb", t.bucket_cap_mb, "DDP gradient bucket size (MiB)")
+      ->capture_default_str();
+  train->add_option("--first-bucket-mb", t.first_bucket_mb, "DDP first bucket size (MiB)")
+      ->capture_default_str();
+  add_runtime_flags(train, t.runtime);
+  return train;
+}
+
+CLI::App* add_eval_command(CLI::App& app, hpc::train::EvalOptions& e) {
+  auto* eval = app.add_subcommand("eval", "mean cross-entropy of HF GPT-2 weights on a token file");
+  eval->add_option("--init-from", e.init_from, "HF GPT-2 weights (DIR or .safetensors)")
+      ->required();
+  eval->add_option("--data", e.data, "token file")->required();
+  eval->add_option("--data-format", e.data_format, "auto, npy, llmc, u16 or text")
+      ->capture_default_str();
+  eval->add_option("--seq-len", e.seq_len, "tokens per window (default: the block size)");
+  eval->add_option("--batches", e.batches, "windows from the start of the file")
+      ->capture_default_str();
+  add_runtime_flags(eval, e.runtime);
+  return eval;
+}
+
+CLI::App* add_export_command(CLI::App& app, hpc::train::ExportOptions& x, ShapeFlags& shape) {
+  auto* exp =
+      app.add_subcommand("export", "write HF GPT-2 weights (model.safetensors + config.json)");
+  exp->add_option("--to", x.to, "output directory")->required();
+  exp->add_option("--from", x.from,
+                  "hpctrain checkpoint (DIR/step_NNNNNNNN, or the newest whole one in a directory "
+                  "of them) or HF weights; default: a fresh init");
+  add_model_flags(exp, x.model, shape);
+  exp->add_option("--seed", x.seed, "seed of the fresh initialisation")->capture_default_str();
+  add_runtime_flags(exp, x.runtime);
+  return exp;
+}
+
+CLI::App* add_bench_allreduce_command(CLI::App& app, hpc::train::BenchAllreduceOptions& b) {
+  auto* bench = app.add_subcommand(
+      "bench-allreduce", "all-reduce bandwidth over the process group (Gloo/NCCL), as nccl-tests");
+  bench->add_option("--min", b.min, "smallest size in bytes (K/M/G suffixes: powers of 1024)")
+      ->capture_default_str();
+  bench->add_option("--max", b.max, "largest size in bytes")->capture_default_str();
+  bench->add_option("--factor", b.factor, "each size is the previous one times this")
+      ->capture_default_str();
+  bench->add_option("--iters", b.iters, "timed all-reduces per size")->capture_default_str();
+  bench->add_option("--warmup", b.warmup, "untimed all-reduces per size before them")
+      ->capture_default_str();
+  bench->add_option("--dtype", b.dtype, "float32, float64, float16, bfloat16, int32 or int64")
+      ->capture_default_str();
+  bench->add_option("--json", b.json,
+                    "rank 0 writes the table, world size, backend and hostnames here (default: "
+                    "$HPCTRAIN_BENCH_JSON)");
+  bench->add_option("--device", b.device, "auto, cpu (Gloo) or cuda (NCCL)")->capture_default_str();
+  bench->add_option("--dist-timeout", b.dist_timeout_s, "seconds before a collective gives up")
+      ->capture_default_str();
+  bench->add_option("--master-suffix", b.master_suffix,
+                    "appended to the first host of SLURM_JOB_NODELIST (JSC: i)");
+  return bench;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -67,84 +208,16 @@ int main(int argc, char** argv) {
   // A flag given twice takes its last value, so a script can append overrides to a preset line.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
-  hpc::train::TrainOptions t;
-  ShapeFlags t_shape;
-  int64_t t_seq_len = kUnset, t_decay = kUnset;
-  auto* train = app.add_subcommand("train", "train a GPT-2");
-  add_model_flags(train, t.model, t_shape);
-  train->add_option("--init-from", t.model.init_from, "start from Hugging Face GPT-2 weights (DIR or .safetensors)");
-  train->add_option("--data", t.data, "token file, or directory of *train*/*val* shards")->required();
-  train->add_option("--val-data", t.val_data, "validation tokens (default: *val* shards of --data)");
-  train->add_option("--data-format", t.data_format, "auto, npy, llmc, u16 or text")->capture_default_str();
-  train->add_option("--total-batch-tokens", t.total_batch_tokens, "tokens per optimiser step, all ranks")->capture_default_str();
-  train->add_option("--micro-batch", t.micro_batch, "sequences per forward pass (B)")->capture_default_str();
-  train->add_option("--seq-len", t_seq_len, "tokens per sequence (T; default: the block size)");
-  train->add_option("--max-steps", t.max_steps, "optimiser steps")->required();
-  train->add_option("--max-lr", t.max_lr, "peak learning rate")->capture_default_str();
-  train->add_option("--min-lr-ratio", t.min_lr_ratio, "cosine floor as a fraction of --max-lr")->capture_default_str();
-  train->add_option("--warmup-steps", t.warmup_steps, "linear warm-up steps")->capture_default_str();
-  train->add_option("--decay-steps", t_decay, "step where the cosine reaches its floor (default: --max-steps)");
-  train->add_option("--weight-decay", t.weight_decay, "AdamW decay of 2+-dimensional tensors")->capture_default_str();
-  train->add_option("--beta1", t.beta1, "AdamW beta1")->capture_default_str();
-  train->add_option("--beta2", t.beta2, "AdamW beta2")->capture_default_str();
-  train->add_option("--eps", t.eps, "AdamW epsilon")->capture_default_str();
-  train->add_option("--grad-clip", t.grad_clip, "clip the global gradient norm to this")->capture_default_str();
-  train->add_option("--seed", t.seed, "initialisation seed: a run is deterministic for a seed")->capture_default_str();
-  train->add_option("--metrics", t.metrics, "JSON-lines metrics file (rank 0; default: $HPCTRAIN_METRICS)");
-  train->add_option("--log-every", t.log_every, "print a step line every N steps")->capture_default_str();
-  train->add_option("--eval-every", t.eval_every, "validation loss every N steps (0: never)")->capture_default_str();
-  train->add_option("--val-batches", t.val_batches, "batches per validation")->capture_default_str();
-  train->add_option("--sample-every", t.sample_every, "print a text sample every N steps (0: never)")->capture_default_str();
-  train->add_option("--sample-tokens", t.sample_tokens, "tokens per sample")->capture_default_str();
-  train->add_option("--checkpoint-dir", t.checkpoint_dir, "where checkpoints go")->capture_default_str();
-  train->add_option("--checkpoint-every", t.checkpoint_every, "checkpoint every N steps (0: never)")->capture_default_str();
-  train->add_flag("--checkpoint-at-end", t.checkpoint_at_end, "also checkpoint after the last step");
-  train->add_option("--keep-checkpoints", t.keep_checkpoints, "keep the newest N checkpoints (0: all)")->capture_default_str();
-  train->add_option("--resume", t.resume,
-                    "auto (newest whole one in --checkpoint-dir, if any), a checkpoint "
-                    "(DIR/step_NNNNNNNN) or a directory of them; a requeued Slurm job "
-                    "(SLURM_RESTART_COUNT >= 1) resumes as with auto");
-  train->add_option("--dump-grads", t.dump_grads, "write the first step's gradients to this .safetensors");
-  train->add_option("--peak-tflops", t.peak_tflops, "device peak for MFU (default: known GPUs)");
-  train->add_option("--strategy", t.strategy,
-                    "none, ddp, zero1 (sharded optimiser state), zero2 (and sharded gradients) or fsdp (and sharded parameters)")->capture_default_str();
-  train->add_option("--master-suffix", t.master_suffix, "appended to the first host of SLURM_JOB_NODELIST (JSC: i)");
-  train->add_option("--dist-timeout", t.dist_timeout_s, "seconds before a collective gives up")->capture_default_str();
-  train->add_option("--bucket-cap-mb", t.bucket_cap_mb, "DDP gradient bucket size (MiB)")->capture_default_str();
-  train->add_option("--first-bucket-mb", t.first_bucket_mb, "DDP first bucket size (MiB)")->capture_default_str();
-  add_runtime_flags(train, t.runtime);
-
+  TrainFlags tf;
+  hpc::train::TrainOptions& t = tf.options;
+  CLI::App* train = add_train_command(app, tf);
   hpc::train::EvalOptions e;
-  auto* eval = app.add_subcommand("eval", "mean cross-entropy of HF GPT-2 weights on a token file");
-  eval->add_option("--init-from", e.init_from, "HF GPT-2 weights (DIR or .safetensors)")->required();
-  eval->add_option("--data", e.data, "token file")->required();
-  eval->add_option("--data-format", e.data_format, "auto, npy, llmc, u16 or text")->capture_default_str();
-  eval->add_option("--seq-len", e.seq_len, "tokens per window (default: the block size)");
-  eval->add_option("--batches", e.batches, "windows from the start of the file")->capture_default_str();
-  add_runtime_flags(eval, e.runtime);
-
+  CLI::App* eval = add_eval_command(app, e);
   hpc::train::ExportOptions x;
   ShapeFlags x_shape;
-  auto* exp = app.add_subcommand("export", "write HF GPT-2 weights (model.safetensors + config.json)");
-  exp->add_option("--to", x.to, "output directory")->required();
-  exp->add_option("--from", x.from, "hpctrain checkpoint (DIR/step_NNNNNNNN, or the newest whole one in a directory of them) or HF weights; default: a fresh init");
-  add_model_flags(exp, x.model, x_shape);
-  exp->add_option("--seed", x.seed, "seed of the fresh initialisation")->capture_default_str();
-  add_runtime_flags(exp, x.runtime);
-
+  add_export_command(app, x, x_shape);
   hpc::train::BenchAllreduceOptions b;
-  auto* bench = app.add_subcommand(
-      "bench-allreduce", "all-reduce bandwidth over the process group (Gloo/NCCL), as nccl-tests");
-  bench->add_option("--min", b.min, "smallest size in bytes (K/M/G suffixes: powers of 1024)")->capture_default_str();
-  bench->add_option("--max", b.max, "largest size in bytes")->capture_default_str();
-  bench->add_option("--factor", b.factor, "each size is the previous one times this")->capture_default_str();
-  bench->add_option("--iters", b.iters, "timed all-reduces per size")->capture_default_str();
-  bench->add_option("--warmup", b.warmup, "untimed all-reduces per size before them")->capture_default_str();
-  bench->add_option("--dtype", b.dtype, "float32, float64, float16, bfloat16, int32 or int64")->capture_default_str();
-  bench->add_option("--json", b.json, "rank 0 writes the table, world size, backend and hostnames here (default: $HPCTRAIN_BENCH_JSON)");
-  bench->add_option("--device", b.device, "auto, cpu (Gloo) or cuda (NCCL)")->capture_default_str();
-  bench->add_option("--dist-timeout", b.dist_timeout_s, "seconds before a collective gives up")->capture_default_str();
-  bench->add_option("--master-suffix", b.master_suffix, "appended to the first host of SLURM_JOB_NODELIST (JSC: i)");
+  CLI::App* bench = add_bench_allreduce_command(app, b);
 
   try {
     app.parse(argc, argv);
@@ -153,8 +226,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& h) {
     return app.exit(h);
   } catch (const CLI::ParseError& err) {
-    std::fprintf(stderr, "hpctrain: %s; see hpctrain %s--help\n", err.what(),
-                 app.get_subcommands().empty() ? "" : (app.get_subcommands()[0]->get_name() + " ").c_str());
+    std::fprintf(
+        stderr, "hpctrain: %s; see hpctrain %s--help\n", err.what(),
+        app.get_subcommands().empty() ? "" : (app.get_subcommands()[0]->get_name() + " ").c_str());
     return hpc::kExitUsage;
   }
 
@@ -171,9 +245,9 @@ int main(int argc, char** argv) {
       if (t.metrics.empty()) {
         if (const char* m = std::getenv("HPCTRAIN_METRICS"); m && *m) t.metrics = m;
       }
-      t_shape.apply(t.model);
-      if (t_seq_len != kUnset) t.seq_len = t_seq_len;
-      if (t_decay != kUnset) t.decay_steps = t_decay;
+      tf.shape.apply(t.model);
+      if (tf.seq_len != kUnset) t.seq_len = tf.seq_len;
+      if (tf.decay != kUnset) t.decay_steps = tf.decay;
       return hpc::train::run_train(t);
     }
     if (*eval) return hpc::train::run_eval(e);

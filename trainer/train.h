@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "config.h"
+#include "model/config.h"
 
 namespace hpc::train {
 

@@ -185,9 +185,10 @@ std::string collective_failure(Communicator& comm, const std::string& what, doub
                                const std::exception& error) {
   std::string msg = error.what();
   msg = msg.substr(0, msg.find('\n'));
-  return fmt::format("rank {}: {} failed, a peer died or stopped answering (--dist-timeout {} s): {}; "
-                     "c10d: {}", comm.rank(), what, timeout_s,
-                     comm.lost_ranks(std::chrono::seconds(5)), msg);
+  return fmt::format(
+      "rank {}: {} failed, a peer died or stopped answering (--dist-timeout {} s): {}; "
+      "c10d: {}",
+      comm.rank(), what, timeout_s, comm.lost_ranks(std::chrono::seconds(5)), msg);
 }
 
 std::unique_ptr<Communicator> connect(const Rendezvous& rdv, const std::string& device,

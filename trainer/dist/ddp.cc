@@ -12,8 +12,8 @@
 // .grad tensor); when a bucket's last gradient arrives its all-reduce starts asynchronously,
 // overlapping the rest of backward. An engine callback, run when backward ends, waits for the
 // buckets, divides by the world size and makes each .grad a view of its piece of the bucket
-// (PyTorch's gradient_as_bucket_view: no copy back), before the optimiser sees them. On micro-steps that
-// only accumulate (all but the last of a step) the hooks do nothing.
+// (PyTorch's gradient_as_bucket_view: no copy back), before the optimiser sees them. On micro-steps
+// that only accumulate (all but the last of a step) the hooks do nothing.
 #include <atomic>
 
 #include <fmt/format.h>
@@ -21,11 +21,9 @@
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/torch.h>
 
-#include "dist/communicator.h"
-#include "dist/fsdp.h"
-#include "dist/strategy.h"
+#include "dist/communicator_group.h"
+#include "dist/strategies.h"
 #include "dist/zero.h"
-#include "error.h"
 
 namespace hpc::train::dist {
 namespace {
@@ -40,33 +38,36 @@ struct Bucket {
   std::unique_ptr<Communicator::Pending> work;
 };
 
-// How much of the training state each rank keeps to itself.
-enum class Stage { ddp = 0, zero1 = 1, zero2 = 2 };
-
 class Ddp final : public Strategy {
  public:
   Ddp(std::unique_ptr<Communicator> comm, const StrategyOptions& o, Stage stage)
-      : comm_(std::move(comm)), options_(o), stage_(stage) {}
+      : group_(std::move(comm), o.timeout_s, c10::Device(o.device)), options_(o), stage_(stage) {}
 
   const char* name() const override {
     return stage_ == Stage::ddp ? "ddp" : stage_ == Stage::zero1 ? "zero1" : "zero2";
   }
-  int rank() const override { return comm_->rank(); }
-  int world() const override { return comm_->world(); }
+  ProcessGroup& group() override { return group_; }
 
-  void attach(const std::vector<at::Tensor>& params) override {
+  void attach(const std::vector<at::Tensor>& params,
+              const std::vector<std::vector<size_t>>&) override {
     params_ = params;
     // Every rank starts from rank 0's parameters.
     {
       torch::NoGradGuard no_grad;
       std::vector<at::Tensor> data;
       for (auto& p : params_) data.push_back(p.detach());
-      comm_->broadcast(data, 0);
+      group_.comm().broadcast(data, 0);
     }
     build_buckets();
-    if (stage_ != Stage::ddp) {
-      sharded_ = std::make_unique<ShardedAdamW>(params_, options_.adamw, *comm_);
-      if (stage_ == Stage::zero2) sharded_->use_gradient_shard();
+    if (stage_ == Stage::ddp) {
+      optimizer_ = std::make_unique<ReplicatedAdamW>(params_, options_.adamw, rank(), world());
+    } else {
+      auto sharded = std::make_unique<ShardedAdamW>(params_, options_.adamw, group_.comm());
+      if (stage_ == Stage::zero2) {
+        sharded->use_gradient_shard();
+        zero2_shard_ = sharded.get();
+      }
+      optimizer_ = std::move(sharded);
     }
     for (size_t i = 0; i < params_.size(); ++i) {
       auto acc = torch::autograd::impl::grad_accumulator(params_[i]);
@@ -79,6 +80,8 @@ class Ddp final : public Strategy {
       accumulators_.push_back(std::move(acc));  // autograd holds them weakly
     }
   }
+  bool shards_parameters() const override { return false; }
+  UnitHooks* unit_hooks() override { return nullptr; }
 
   void set_gradient_sync(bool sync) override { sync_ = sync; }
 
@@ -89,74 +92,36 @@ class Ddp final : public Strategy {
     reduced_ = false;
   }
 
-  double mean_over_ranks(double value) override {
-    try {
-      return sum_over_ranks(*comm_, value, device()) / double(world());
-    } catch (const std::exception& e) {
-      throw std::runtime_error(collective_failure(*comm_, "loss all-reduce", options_.timeout_s, e));
-    }
-  }
-
-  void barrier() override { comm_->barrier(); }
-
-  bool shards_optimizer() const override { return sharded_ != nullptr; }
-
+  // ddp: clip_grad_norm + AdamW::step, no collective; zero1/zero2: the sharded step.
   double clip_and_step(double max_norm, double lr) override {
-    try {
-      return sharded_->clip_and_step(max_norm, lr);
-    } catch (const std::exception& e) {  // Gloo rethrows its own errors (gloo::IoException)
-      // The step's only failures are its collectives': say what that means for the job.
-      throw std::runtime_error(collective_failure(*comm_, fmt::format("the {} step's collectives", name()),
-                                                  options_.timeout_s, e));
-    }
-  }
-
-  // Checkpoints. zero1/zero2: this rank's shard; ddp: pieces come from replicated_pieces().
-  std::vector<StatePiece> pieces_to_save() override { return sharded_state().pieces(); }
-  std::vector<StatePiece> pieces_to_load() override { return sharded_state().pieces(); }
-  void after_load() override {
-    if (!sharded_) return;
-    try {
-      sharded_->all_gather_parameters();
-    } catch (const std::exception& e) {
-      throw std::runtime_error(collective_failure(*comm_, "the all-gather after loading a checkpoint",
-                                                  options_.timeout_s, e));
-    }
-  }
-  int64_t optimizer_steps() const override { return sharded_ ? sharded_->steps() : 0; }
-  void set_optimizer_steps(int64_t steps) override {
-    if (sharded_) sharded_->set_steps(steps);
+    // The step's only failures are its collectives': say what that means for the job.
+    return group_.checked(fmt::format("the {} step's collectives", name()),
+                          [&] { return optimizer_->clip_and_step(max_norm, lr); });
   }
 
   HeldBytes held_bytes() const override {
     // ddp/zero1: between steps the gradients are views of the buckets, counted once by the
     // caller as the parameters' .grad; zero2 frees its buckets.
     HeldBytes h;
-    if (sharded_) {
-      h.gradients += sharded_->gradient_bytes();
-      h.optimizer = sharded_->state_bytes();
-    }
+    h.gradients = optimizer_->gradient_bytes();
+    h.optimizer = optimizer_->state_bytes();
     return h;
   }
 
- private:
-  // c10d's errors name a socket; say what it means for the job.
-  void wait_for(Communicator::Pending& work, const char* what) {
-    try {
-      work.wait();
-    } catch (const std::exception& e) {
-      throw std::runtime_error(collective_failure(*comm_, what, options_.timeout_s, e));
-    }
+  // Checkpoints: ddp every element (save: 1/W each), zero1/zero2 this rank's shard.
+  std::vector<StatePiece> pieces_to_save() override { return optimizer_->pieces_to_save(); }
+  std::vector<StatePiece> pieces_to_load() override { return optimizer_->pieces_to_load(); }
+  void after_load() override {
+    group_.checked("the all-gather after loading a checkpoint", [&] { optimizer_->after_load(); });
   }
+  int64_t optimizer_steps() const override { return optimizer_->steps(); }
+  void set_optimizer_steps(int64_t steps) override { optimizer_->set_steps(steps); }
 
-  ShardedAdamW& sharded_state() {
-    if (!sharded_) throw std::logic_error("ddp: pieces of a strategy that does not shard the optimiser");
-    return *sharded_;
-  }
+ private:
+  int rank() const { return group_.rank(); }
+  int world() const { return group_.world(); }
 
   at::TensorOptions flat_options() const { return params_.at(0).options().requires_grad(false); }
-
-  at::Device device() const { return params_.empty() ? at::Device(at::kCPU) : params_[0].device(); }
 
   void build_buckets() {
     const double first_cap = options_.first_bucket_mb * 1024 * 1024;
@@ -202,7 +167,7 @@ class Ddp final : public Strategy {
     if (!b.flat.defined()) b.flat = torch::empty({b.numel}, flat_options());  // zero2
     b.flat.narrow(0, b.offset[slot_of_[i]], n).copy_(g.reshape({n}));
     params_[i].mutable_grad() = at::Tensor();  // finalize points it at the bucket
-    if (--b.pending == 0) b.work = comm_->all_reduce_sum(b.flat);
+    if (--b.pending == 0) b.work = group_.comm().all_reduce_sum(b.flat);
   }
 
   // Runs once at the end of a synchronising backward pass.
@@ -215,7 +180,7 @@ class Ddp final : public Strategy {
             "ddp: {} parameter(s) got no gradient in this backward pass (unused parameters are "
             "not supported)", b.pending));
       }
-      wait_for(*b.work, "gradient all-reduce");
+      group_.wait(*b.work, "gradient all-reduce");
       b.work.reset();
       b.flat.mul_(inv_world);
       if (stage_ == Stage::zero2) {
@@ -237,20 +202,22 @@ class Ddp final : public Strategy {
   // zero2: this rank's shard of a reduced bucket goes to the gradient shard; the bucket and the
   // full gradients of its parameters are freed.
   void keep_shard_of(Bucket& b) {
-    const auto& sh = sharded_->shards();
+    const auto& sh = zero2_shard_->shards();
     const int64_t lo = rank() * sh.shard_numel, hi = lo + sh.shard_numel;
-    auto& shard = sharded_->gradient_shard();
+    auto& shard = zero2_shard_->gradient_shard();
     for (size_t s = 0; s < b.params.size(); ++s) {
       const size_t i = b.params[s];
       const int64_t begin = sh.flat_offset[i], end = begin + params_[i].numel();
       const int64_t a = std::max(lo, begin), z = std::min(hi, end);
-      if (a < z) shard.narrow(0, a - lo, z - a).copy_(b.flat.narrow(0, b.offset[s] + (a - begin), z - a));
+      if (a < z) {
+        shard.narrow(0, a - lo, z - a).copy_(b.flat.narrow(0, b.offset[s] + (a - begin), z - a));
+      }
       params_[i].mutable_grad() = at::Tensor();
     }
     b.flat = at::Tensor();
   }
 
-  std::unique_ptr<Communicator> comm_;
+  CommunicatorGroup group_;
   StrategyOptions options_;
   std::vector<at::Tensor> params_;
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
@@ -260,34 +227,15 @@ class Ddp final : public Strategy {
   bool callback_queued_ = false;
   bool reduced_ = false;
   Stage stage_;
-  std::unique_ptr<ShardedAdamW> sharded_;  // zero1, zero2
+  std::unique_ptr<Optimizer> optimizer_;    // from attach
+  ShardedAdamW* zero2_shard_ = nullptr;     // zero2: optimizer_, which holds the gradient shard
 };
 
 }  // namespace
 
-std::unique_ptr<Strategy> make_strategy(const StrategyOptions& options, const Rendezvous& rdv) {
-  if (options.name == "none") {
-    if (rdv.world > 1) {
-      throw UserError("--strategy",
-                      fmt::format("{} ranks were launched but --strategy is none", rdv.world),
-                      "pass --strategy ddp, zero1, zero2 or fsdp");
-    }
-    return std::make_unique<SingleProcess>();
-  }
-  if (options.name == "fsdp") {
-    if (options.timeout_s <= 0) throw UserError("--dist-timeout", "must be positive", "");
-    return make_fsdp(connect(rdv, options.device, std::chrono::milliseconds(int64_t(options.timeout_s * 1000))),
-                     options);
-  }
-  const Stage stage = options.name == "ddp"     ? Stage::ddp
-                      : options.name == "zero1" ? Stage::zero1
-                      : options.name == "zero2" ? Stage::zero2
-                                                : throw UserError("--strategy",
-                                                                  fmt::format("unknown strategy '{}'", options.name),
-                                                                  "use none, ddp, zero1, zero2 or fsdp");
-  if (options.timeout_s <= 0) throw UserError("--dist-timeout", "must be positive", "");
-  const auto timeout = std::chrono::milliseconds(int64_t(options.timeout_s * 1000));
-  return std::make_unique<Ddp>(connect(rdv, options.device, timeout), options, stage);
+std::unique_ptr<Strategy> make_ddp(std::unique_ptr<Communicator> comm,
+                                   const StrategyOptions& options, Stage stage) {
+  return std::make_unique<Ddp>(std::move(comm), options, stage);
 }
 
 }  // namespace hpc::train::dist

@@ -23,7 +23,6 @@
 // backward. Writes go through the collectives, not through the parameters, so autograd's version
 // counters are untouched. On CUDA the buffer is bf16 (the mixed-precision policy: parameters
 // gathered in bf16; master weights, gradient reductions and the optimiser in fp32).
-#include "dist/fsdp.h"
 
 #include <algorithm>
 #include <cmath>
@@ -33,8 +32,10 @@
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/torch.h>
 
+#include "dist/communicator_group.h"
+#include "dist/strategies.h"
 #include "dist/zero.h"
-#include "optim_cpu.h"
+#include "optim/optim_cpu.h"
 
 namespace hpc::train::dist {
 namespace {
@@ -66,7 +67,7 @@ struct Unit {
   std::vector<int64_t> offset;  // of each in the flat vector
   FlatShards layout;            // its of_rank segments' `param` index into `params`
   int64_t S = 0;                // shard elements
-  at::Tensor full;              // [W S] the parameters are views of it; storage freed when not gathered
+  at::Tensor full;  // [W S] the parameters are views of it; storage freed when not gathered
   at::Tensor send;              // what this rank contributes to a gather (shard, cast on CUDA)
   at::Tensor shard;             // [S] fp32 master values
   at::Tensor grad_shard;        // [S] fp32 mean gradient, summed over the step's micro-steps
@@ -80,18 +81,18 @@ struct Unit {
 
 class Fsdp final : public Strategy, public UnitHooks {
  public:
-  Fsdp(std::unique_ptr<Communicator> comm, const StrategyOptions& o) : comm_(std::move(comm)), options_(o) {}
+  Fsdp(std::unique_ptr<Communicator> comm, const StrategyOptions& o)
+      : group_(std::move(comm), o.timeout_s, c10::Device(o.device)), options_(o) {}
 
   const char* name() const override { return "fsdp"; }
-  int rank() const override { return comm_->rank(); }
-  int world() const override { return comm_->world(); }
-  bool shards_optimizer() const override { return true; }
+  ProcessGroup& group() override { return group_; }
   bool shards_parameters() const override { return true; }
   UnitHooks* unit_hooks() override { return this; }
-  void set_units(const std::vector<std::vector<size_t>>& units) override { unit_params_ = units; }
 
-  void attach(const std::vector<at::Tensor>& params) override {
-    if (unit_params_.empty()) throw std::logic_error("fsdp: set_units before attach");
+  void attach(const std::vector<at::Tensor>& params,
+              const std::vector<std::vector<size_t>>& units) override {
+    if (units.empty()) throw std::logic_error("fsdp: the model has no units");
+    unit_params_ = units;
     torch::NoGradGuard no_grad;
     params_ = params;
     const auto device = params_.at(0).device();
@@ -99,7 +100,7 @@ class Fsdp final : public Strategy, public UnitHooks {
     {  // every rank starts from rank 0's values
       std::vector<at::Tensor> data;
       for (auto& p : params_) data.push_back(p.detach());
-      comm_->broadcast(data, 0);
+      group_.comm().broadcast(data, 0);
     }
     const int W = world(), r = rank();
     unit_of_.assign(params_.size(), 0);
@@ -111,7 +112,9 @@ class Fsdp final : public Strategy, public UnitHooks {
       std::vector<int64_t> numels;
       for (size_t k = 0; k < unit.params.size(); ++k) {
         const size_t i = unit.params[k];
-        if (!params_[i].is_contiguous()) throw std::runtime_error("fsdp: parameters must be contiguous");
+        if (!params_[i].is_contiguous()) {
+          throw std::runtime_error("fsdp: parameters must be contiguous");
+        }
         unit_of_[i] = u;
         slot_of_[i] = k;
         numels.push_back(params_[i].numel());
@@ -121,7 +124,8 @@ class Fsdp final : public Strategy, public UnitHooks {
       unit.S = unit.layout.shard_numel;
       auto flat = torch::zeros({W * unit.S}, f32);
       for (size_t k = 0; k < unit.params.size(); ++k) {
-        flat.narrow(0, unit.offset[k], numels[k]).copy_(params_[unit.params[k]].detach().reshape({-1}));
+        flat.narrow(0, unit.offset[k], numels[k])
+            .copy_(params_[unit.params[k]].detach().reshape({-1}));
       }
       unit.shard = flat.narrow(0, r * unit.S, unit.S).clone();
       unit.grad_shard = torch::zeros({unit.S}, f32);
@@ -139,7 +143,8 @@ class Fsdp final : public Strategy, public UnitHooks {
     for (size_t i = 0; i < params_.size(); ++i) {
       auto acc = torch::autograd::impl::grad_accumulator(params_[i]);
       acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
-          [this, i](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
+          [this, i](const torch::autograd::variable_list& outputs,
+                    const torch::autograd::variable_list&) {
             on_gradient(i);
             return outputs;
           }));
@@ -174,34 +179,27 @@ class Fsdp final : public Strategy, public UnitHooks {
   void set_gradient_sync(bool) override {}  // every backward reduce-scatters (see the top)
 
   void finish_gradients() override {
-    if (!reduced_) throw std::runtime_error("fsdp: the last micro-step's backward did not reduce the gradients");
+    if (!reduced_) {
+      throw std::runtime_error("fsdp: the last micro-step's backward did not reduce the gradients");
+    }
     reduced_ = false;
   }
-
-  double mean_over_ranks(double value) override {
-    try {
-      return sum_over_ranks(*comm_, value, device()) / double(world());
-    } catch (const std::exception& e) {
-      throw std::runtime_error(collective_failure(*comm_, "loss all-reduce", options_.timeout_s, e));
-    }
-  }
-
-  void barrier() override { comm_->barrier(); }
 
   double clip_and_step(double max_norm, double lr) override {
     torch::NoGradGuard no_grad;
     double sumsq = 0;
     for (auto& u : units_) {
-      if (u.gathering || u.reducing) throw std::logic_error("fsdp: a collective is still in flight at the step");
-      if (plain_cpu_float(u.grad_shard)) sumsq += sum_of_squares(u.grad_shard.data_ptr<float>(), u.S);
-      else sumsq += u.grad_shard.to(at::kDouble).pow(2).sum().item<double>();
+      if (u.gathering || u.reducing) {
+        throw std::logic_error("fsdp: a collective is still in flight at the step");
+      }
+      if (plain_cpu_float(u.grad_shard)) {
+        sumsq += sum_of_squares(u.grad_shard.data_ptr<float>(), u.S);
+      } else
+        sumsq += u.grad_shard.to(at::kDouble).pow(2).sum().item<double>();
     }
-    double total = 0;
-    try {
-      total = std::sqrt(sum_over_ranks(*comm_, sumsq, device()));
-    } catch (const std::exception& e) {
-      throw std::runtime_error(collective_failure(*comm_, "fsdp gradient norm all-reduce", options_.timeout_s, e));
-    }
+    const double total = std::sqrt(group_.checked("fsdp gradient norm all-reduce", [&] {
+      return sum_over_ranks(group_.comm(), sumsq, group_.device());
+    }));
     const double coef = std::min(1.0, max_norm / (total + 1e-6));  // as clip_grad_norm (optim.cc)
     ++steps_;
     const double bc1 = 1.0 - std::pow(options_.adamw.beta1, double(steps_));
@@ -215,7 +213,8 @@ class Fsdp final : public Strategy, public UnitHooks {
         auto g = u.grad_shard.narrow(0, s.shard_offset, s.length);
         auto m = u.m.narrow(0, s.shard_offset, s.length);
         auto v = u.v.narrow(0, s.shard_offset, s.length);
-        const double decay = params_[u.params[s.param]].dim() >= 2 ? 1.0 - lr * options_.adamw.weight_decay : 1.0;
+        const double decay =
+            params_[u.params[s.param]].dim() >= 2 ? 1.0 - lr * options_.adamw.weight_decay : 1.0;
         if (plain_cpu_float(p)) {
           AdamWStep st{float(decay), float(options_.adamw.beta1), float(options_.adamw.beta2),
                        float(bc2_sqrt), float(options_.adamw.eps), float(step_size)};
@@ -270,29 +269,23 @@ class Fsdp final : public Strategy, public UnitHooks {
   void set_optimizer_steps(int64_t steps) override { steps_ = steps; }
 
  private:
-  at::Device device() const { return params_.empty() ? at::Device(at::kCPU) : params_[0].device(); }
-
-  void wait_for(Communicator::Pending& work, const char* what) {
-    try {
-      work.wait();
-    } catch (const std::exception& e) {  // c10d's errors name a socket: say what it means
-      throw std::runtime_error(collective_failure(*comm_, fmt::format("fsdp {}", what), options_.timeout_s, e));
-    }
-  }
+  int rank() const { return group_.rank(); }
+  int world() const { return group_.world(); }
+  const at::Device& device() const { return group_.device(); }
 
   void start_gather(size_t u) {
     Unit& unit = units_[u];
     if (unit.gathered || unit.gathering) return;
     allocate_storage(unit.full);
     unit.send = param_dtype_ == at::kFloat ? unit.shard : unit.shard.to(param_dtype_);
-    unit.gathering = comm_->all_gather_flat(unit.full, unit.send);
+    unit.gathering = group_.comm().all_gather_flat(unit.full, unit.send);
   }
 
   void gather(size_t u) {
     Unit& unit = units_[u];
     if (unit.gathered) return;
     start_gather(u);
-    wait_for(*unit.gathering, "parameter all-gather");
+    group_.wait(*unit.gathering, "fsdp parameter all-gather");
     unit.gathering.reset();
     unit.send = at::Tensor();
     unit.gathered = true;
@@ -316,7 +309,8 @@ class Fsdp final : public Strategy, public UnitHooks {
     Unit& unit = units_[u];
     auto& p = params_[i];
     if (!unit.grad_full.defined()) {
-      unit.grad_full = torch::zeros({world() * unit.S}, torch::TensorOptions().dtype(at::kFloat).device(device()));
+      unit.grad_full = torch::zeros({world() * unit.S},
+                                    torch::TensorOptions().dtype(at::kFloat).device(device()));
     }
     const int64_t n = p.numel();
     unit.grad_full.narrow(0, unit.offset[slot_of_[i]], n).copy_(p.grad().reshape({n}));
@@ -327,14 +321,14 @@ class Fsdp final : public Strategy, public UnitHooks {
     release(u);
     if (last_reducing_ >= 0) finish_reduce(size_t(last_reducing_));  // one in flight at a time
     unit.reduced = torch::empty({unit.S}, unit.grad_full.options());
-    unit.reducing = comm_->reduce_scatter_flat(unit.reduced, unit.grad_full);
+    unit.reducing = group_.comm().reduce_scatter_flat(unit.reduced, unit.grad_full);
     last_reducing_ = int(u);
   }
 
   void finish_reduce(size_t u) {
     Unit& unit = units_[u];
     if (!unit.reducing) return;
-    wait_for(*unit.reducing, "gradient reduce-scatter");
+    group_.wait(*unit.reducing, "fsdp gradient reduce-scatter");
     unit.reducing.reset();
     unit.grad_shard.add_(unit.reduced, 1.0 / double(world()));
     unit.reduced = at::Tensor();
@@ -346,9 +340,11 @@ class Fsdp final : public Strategy, public UnitHooks {
     callback_queued_ = false;
     for (size_t u = 0; u < units_.size(); ++u) {
       if (units_[u].pending != units_[u].params.size()) {
-        throw std::runtime_error(fmt::format(
-            "fsdp: {} parameter(s) of unit {} got no gradient in this backward pass (unused parameters "
-            "are not supported)", units_[u].pending, u));
+        throw std::runtime_error(
+            fmt::format("fsdp: {} parameter(s) of unit {} got no gradient in this backward pass "
+                        "(unused parameters "
+                        "are not supported)",
+                        units_[u].pending, u));
       }
       finish_reduce(u);
       release(u);
@@ -357,7 +353,7 @@ class Fsdp final : public Strategy, public UnitHooks {
     reduced_ = true;
   }
 
-  std::unique_ptr<Communicator> comm_;
+  CommunicatorGroup group_;
   StrategyOptions options_;
   std::vector<std::vector<size_t>> unit_params_;
   std::vector<at::Tensor> params_;
@@ -373,7 +369,8 @@ class Fsdp final : public Strategy, public UnitHooks {
 
 }  // namespace
 
-std::unique_ptr<Strategy> make_fsdp(std::unique_ptr<Communicator> comm, const StrategyOptions& options) {
+std::unique_ptr<Strategy> make_fsdp(std::unique_ptr<Communicator> comm,
+                                    const StrategyOptions& options) {
   return std::make_unique<Fsdp>(std::move(comm), options);
 }
 

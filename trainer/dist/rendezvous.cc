@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "dist/default_port_range.h"
 #include "error.h"
 #include "hostlist.h"
 
@@ -54,7 +55,8 @@ Rendezvous rendezvous_from_env(const EnvLookup& env, const std::string& master_s
   }
   for (const char* v : {rank_var, world_var}) {
     if (!env(v)) {
-      throw UserError(v, "is not set", fmt::format("{} and {} must be set together", rank_var, world_var));
+      throw UserError(v, "is not set",
+                      fmt::format("{} and {} must be set together", rank_var, world_var));
     }
   }
   r.world = parse_int(world_var, *env(world_var), 1, 1 << 20);
@@ -74,17 +76,20 @@ Rendezvous rendezvous_from_env(const EnvLookup& env, const std::string& master_s
     if (hosts.empty()) throw UserError("SLURM_JOB_NODELIST", "is empty", "set MASTER_ADDR");
     r.master_addr = hosts.front() + master_suffix;
   } else {
-    throw UserError("MASTER_ADDR", "is not set and there is no SLURM_JOB_NODELIST to derive it from",
+    throw UserError("MASTER_ADDR",
+                    "is not set and there is no SLURM_JOB_NODELIST to derive it from",
                     "export MASTER_ADDR=<first host> (torchrun sets it)");
   }
   if (auto port = env("MASTER_PORT")) {
     r.master_port = parse_int("MASTER_PORT", *port, 1, 65535);
   } else if (auto job = env("SLURM_JOB_ID")) {
-    // hpclaunch's default rule (docs/rendezvous.md): 20000 + job id mod 12768, below Linux's
-    // ephemeral ports, the same on every rank of the job.
+    // hpclaunch's default rule (docs/rendezvous.md) over the built-in profile's port_range
+    // (presets/defaults.json, read at build time): min + job id mod (max - min + 1), below
+    // Linux's ephemeral ports, the same on every rank of the job.
     const std::string& id = *job;
     const std::string tail = id.size() > 9 ? id.substr(id.size() - 9) : id;
-    r.master_port = 20000 + parse_int("SLURM_JOB_ID", tail, 0, 999999999) % 12768;
+    const int span = kDefaultPortRangeMax - kDefaultPortRangeMin + 1;
+    r.master_port = kDefaultPortRangeMin + parse_int("SLURM_JOB_ID", tail, 0, 999999999) % span;
   } else {
     throw UserError("MASTER_PORT", "is not set", "export MASTER_PORT=<free port> on every rank");
   }

@@ -23,7 +23,8 @@ EnvLookup process_environment();
 
 // torchrun's variables win over Slurm's. MASTER_ADDR, when unset, is the first host of
 // SLURM_JOB_NODELIST followed by `master_suffix` (JSC: "i" for the InfiniBand name). MASTER_PORT,
-// when unset under Slurm, is 15000 + the last four digits of SLURM_JOB_ID (Lightning's rule).
+// when unset under Slurm, follows hpclaunch's rule over the built-in port range
+// (presets/defaults.json): min + SLURM_JOB_ID mod (max - min + 1), 20000-32767 as shipped.
 // With `required` (a distributed strategy), missing variables are an error; without it, a
 // process that has none is a world of one. Throws hpc::UserError naming the variable.
 Rendezvous rendezvous_from_env(const EnvLookup& env, const std::string& master_suffix,

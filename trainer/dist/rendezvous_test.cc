@@ -41,8 +41,10 @@ TEST_CASE("torchrun variables", "[rendezvous]") {
 }
 
 TEST_CASE("Slurm variables, MASTER_ADDR from the node list plus a suffix", "[rendezvous]") {
-  auto r = rendezvous_from_env(fake({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"},
-                                     {"SLURM_LOCALID", "1"}, {"SLURM_JOB_NODELIST", "jwb[0012-0013,0020]"},
+  auto r = rendezvous_from_env(fake({{"SLURM_PROCID", "5"},
+                                     {"SLURM_NTASKS", "8"},
+                                     {"SLURM_LOCALID", "1"},
+                                     {"SLURM_JOB_NODELIST", "jwb[0012-0013,0020]"},
                                      {"SLURM_JOB_ID", "1234567"}}),
                                "i", true);
   CHECK(r.source == "slurm");
@@ -53,7 +55,8 @@ TEST_CASE("Slurm variables, MASTER_ADDR from the node list plus a suffix", "[ren
 }
 
 TEST_CASE("broken rendezvous variables are user errors naming the variable", "[rendezvous]") {
-  CHECK_THROWS_WITH(rendezvous_from_env(fake({{"RANK", "0"}}), "", true), Catch::Contains("WORLD_SIZE"));
+  CHECK_THROWS_WITH(rendezvous_from_env(fake({{"RANK", "0"}}), "", true),
+                    Catch::Contains("WORLD_SIZE"));
   CHECK_THROWS_WITH(rendezvous_from_env(fake({{"RANK", "4"}, {"WORLD_SIZE", "4"}}), "", true),
                     Catch::Contains("RANK") && Catch::Contains("[0, 3]"));
   CHECK_THROWS_WITH(rendezvous_from_env(fake({{"RANK", "x"}, {"WORLD_SIZE", "2"}}), "", true),

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include "optim_cpu.h"
+#include "optim/optim_cpu.h"
 
 namespace hpc::train::dist {
 
@@ -137,7 +137,8 @@ void ShardedAdamW::all_gather_parameters() {
   const auto o = params_[0].options().requires_grad(false);
   auto send = torch::zeros({shards_.shard_numel}, o);  // [S], padding zero
   for (const auto& s : shards_.of_rank[size_t(rank)]) {
-    send.narrow(0, s.shard_offset, s.length).copy_(piece(params_[s.param].detach(), s.param_offset, s.length));
+    send.narrow(0, s.shard_offset, s.length)
+        .copy_(piece(params_[s.param].detach(), s.param_offset, s.length));
   }
   std::vector<at::Tensor> out;
   for (int r = 0; r < world; ++r) out.push_back(torch::empty({shards_.shard_numel}, o));

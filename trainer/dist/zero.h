@@ -6,7 +6,8 @@
 // gradient norm (sum of squares per shard, all-reduced), updates the shard's parameter segments
 // with the shard's moments, then all-gathers the shards (list all-gather: Gloo in LibTorch 1.13
 // has no _allgather_base) and copies each rank's shard into its segments of the parameters.
-// Used by the zero1 and zero2 strategies (ddp.cc); only dist/ includes it.
+// Used by the zero1 and zero2 strategies (ddp.cc) and, for FlatShards, by ReplicatedAdamW and
+// fsdp; only dist/ includes it.
 #pragma once
 
 #include <cstdint>
@@ -15,8 +16,8 @@
 #include <ATen/core/Tensor.h>
 
 #include "dist/communicator.h"
-#include "dist/strategy.h"
-#include "optim.h"
+#include "dist/optimizer.h"
+#include "optim/optim.h"
 
 namespace hpc::train::dist {
 
@@ -39,7 +40,7 @@ struct FlatShards {
   std::vector<std::vector<ShardSegment>> of_rank;  // [W] segments, in flat order
 };
 
-class ShardedAdamW {
+class ShardedAdamW final : public Optimizer {
  public:
   ShardedAdamW(std::vector<at::Tensor> params, AdamWOptions options, Communicator& comm);
 
@@ -51,19 +52,22 @@ class ShardedAdamW {
 
   // Clip to max_norm (the norm over all ranks' shards), update the shard, gather the parameters.
   // Returns the norm before clipping.
-  double clip_and_step(double max_norm, double lr);
-  int64_t state_bytes() const;     // the moments: 2 S elements
-  int64_t gradient_bytes() const;  // the gradient shard, when used
+  double clip_and_step(double max_norm, double lr) override;
+  int64_t state_bytes() const override;     // the moments: 2 S elements
+  int64_t gradient_bytes() const override;  // the gradient shard, when used
 
   // Checkpoints: this rank's segments as pieces (views of the parameters and of the shard's
-  // moments), to save and to load; after loading them, all_gather_parameters() gives every rank
-  // the whole parameters again.
-  std::vector<StatePiece> pieces();
-  void all_gather_parameters();
-  int64_t steps() const { return steps_; }
-  void set_steps(int64_t steps) { steps_ = steps; }
+  // moments), to save and to load; after loading them, after_load() gives every rank the whole
+  // parameters again (all-gather).
+  std::vector<StatePiece> pieces_to_save() override { return pieces(); }
+  std::vector<StatePiece> pieces_to_load() override { return pieces(); }
+  void after_load() override { all_gather_parameters(); }
+  int64_t steps() const override { return steps_; }
+  void set_steps(int64_t steps) override { steps_ = steps; }
 
  private:
+  std::vector<StatePiece> pieces();
+  void all_gather_parameters();
   at::Tensor gradient_piece(const ShardSegment& s);
 
   std::vector<at::Tensor> params_;

@@ -22,7 +22,9 @@ class Alone final : public Communicator {
   const char* backend() const override { return "gloo"; }
   std::unique_ptr<Pending> all_reduce_sum(at::Tensor&) override { return std::make_unique<Done>(); }
   void broadcast(std::vector<at::Tensor>&, int) override {}
-  void all_gather(std::vector<at::Tensor>& out, const at::Tensor& in) override { out.at(0).copy_(in); }
+  void all_gather(std::vector<at::Tensor>& out, const at::Tensor& in) override {
+    out.at(0).copy_(in);
+  }
   void barrier() override {}
   std::string lost_ranks(std::chrono::milliseconds) override { return ""; }
   std::unique_ptr<Pending> all_gather_flat(at::Tensor& out, const at::Tensor& in) override {

@@ -1,0 +1,89 @@
+// Saving and restoring state: the trainer's own sharded checkpoints (for --resume and
+// `hpctrain export`) and Hugging Face GPT-2 weights (model.safetensors + config.json, for
+// --init-from and `hpctrain export`).
+//
+// A checkpoint is a directory DIR/step_00001234 (checkpoint/manifest.h has the layout): every rank
+// writes its pieces of the state (parameters and AdamW moments, dist::StatePiece) to its own
+// safetensors file, rank 0 writes manifest.json, all of it into DIR/step_00001234.tmp, renamed
+// whole once every rank's file is there. Loading fills any ranks' pieces from whichever files
+// hold them, so the world size and the strategy may change between save and resume.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "checkpoint/manifest.h"
+#include "model/config.h"
+
+namespace hpc::train {
+
+class GptImpl;
+namespace dist {
+class ProcessGroup;
+struct StatePiece;
+}  // namespace dist
+
+// The model's parameters as a checkpoint records them (registration order).
+std::vector<ParamShape> param_layout(GptImpl& model);
+
+// Collective over `group`: every rank calls it with its own pieces (Strategy::pieces_to_save())
+// and data position. `info` has everything but the files; the world
+// size and the files are filled here. Writes DIR/step_<info.next_step> (replacing one of that
+// name), then removes all but the newest `keep` checkpoints in DIR (keep <= 0: none). Returns the
+// checkpoint's directory and (on rank 0) the bytes of all its files.
+struct SavedCheckpoint {
+  std::filesystem::path dir;
+  uint64_t bytes = 0;
+};
+SavedCheckpoint save_checkpoint(const std::filesystem::path& dir, Manifest info,
+                                const std::vector<dist::StatePiece>& pieces,
+                                const DataPosition& data, dist::ProcessGroup& group, int keep);
+
+// The checkpoints in DIR (step_<digits> directories holding a manifest.json), newest first.
+std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& dir);
+// What --resume PATH / export --from PATH names: a checkpoint directory (itself only) or a
+// directory of checkpoints (all of them, newest first). Empty when it names none.
+std::vector<std::filesystem::path> checkpoints_at(const std::filesystem::path& path);
+
+// Whether DIR holds checkpoints of the earlier single-file format (ckpt_<step>.safetensors),
+// which are not read (a resume says so instead of starting afresh in silence).
+bool has_single_file_checkpoints(const std::filesystem::path& dir);
+
+// Reads and checks DIR/manifest.json; throws UserError naming the file.
+Manifest read_manifest(const std::filesystem::path& checkpoint_dir);
+
+struct Checkpoint {
+  std::filesystem::path dir;
+  Manifest manifest;
+};
+
+// Collective over `group`: the first of `candidates` (newest first) whose manifest reads and whose
+// files are all present and whole (size and SHA-256; the files are shared out over the ranks, each
+// checked by one), every rank agreeing on the choice. For each one skipped, one warning line on
+// stderr names the bad file and what is wrong with it. Nothing when none is usable.
+std::optional<Checkpoint> select_checkpoint(const std::vector<std::filesystem::path>& candidates,
+                                            dist::ProcessGroup& group);
+
+// Fills the pieces (their values, and their moments where they have them) from the files of the
+// checkpoint that overlap them, and restores the CPU generator's state. Throws UserError when a
+// file lacks what its manifest promises.
+void load_pieces(const Checkpoint& checkpoint, const std::vector<dist::StatePiece>& pieces);
+
+// Hugging Face GPT-2: `path` is a directory holding model.safetensors and config.json, or the
+// .safetensors file itself with config.json beside it.
+GptConfig read_hf_config(const std::filesystem::path& path);
+// Copies the weights into `model` (whose config must be read_hf_config(path)): F32, F16 or BF16;
+// Conv1D weights [in, out] transposed; the "transformer." prefix, attention-mask buffers and a
+// tied lm_head.weight are accepted and ignored.
+void load_hf_weights(const std::filesystem::path& path, GptImpl& model);
+// Writes DIR/model.safetensors (F32, HF names and layouts, no lm_head: it is tied) and
+// DIR/config.json; creates DIR.
+void export_hf(const std::filesystem::path& dir, GptImpl& model);
+// Writes the parameters' current gradients to a safetensors file with the names and layouts of
+// export_hf (for comparing with a reference implementation).
+void export_gradients(const std::filesystem::path& file, GptImpl& model);
+
+}  // namespace hpc::train

@@ -1,0 +1,128 @@
+#include "checkpoint/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "atomic_file.h"
+#include "error.h"
+#include "sha256.h"
+
+namespace hpc::train {
+namespace fs = std::filesystem;
+
+size_t dtype_size(const std::string& d) {
+  if (d == "F64" || d == "I64" || d == "U64") return 8;
+  if (d == "F32" || d == "I32" || d == "U32") return 4;
+  if (d == "F16" || d == "BF16" || d == "I16" || d == "U16") return 2;
+  if (d == "I8" || d == "U8" || d == "BOOL") return 1;
+  return 0;
+}
+
+SafetensorsFile SafetensorsFile::open(const fs::path& path) {
+  SafetensorsFile f;
+  f.path_ = path;
+  const std::string where = path.string();
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw UserError(where, fmt::format("cannot open: {}", std::strerror(errno)), "");
+  struct stat st {};
+  ::fstat(fd, &st);
+  f.map_bytes_ = size_t(st.st_size);
+  if (f.map_bytes_ < 8) {
+    ::close(fd);
+    throw UserError(where, "too short for a safetensors file", "");
+  }
+  f.map_ = ::mmap(nullptr, f.map_bytes_, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (f.map_ == MAP_FAILED) {
+    f.map_ = nullptr;
+    throw UserError(where, "cannot map the file", "");
+  }
+  const auto* base = static_cast<const unsigned char*>(f.map_);
+  uint64_t hlen = 0;
+  for (int i = 7; i >= 0; --i) hlen = hlen << 8 | base[i];
+  if (hlen > f.map_bytes_ - 8) {
+    throw UserError(where, fmt::format("header length {} exceeds the file", hlen),
+                    "not a safetensors file");
+  }
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(reinterpret_cast<const char*>(base + 8),
+                                   reinterpret_cast<const char*>(base + 8 + hlen));
+  } catch (const std::exception& e) {
+    throw UserError(where, "header is not JSON", "not a safetensors file");
+  }
+  const unsigned char* data = base + 8 + hlen;
+  const size_t data_bytes = f.map_bytes_ - 8 - hlen;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__") continue;
+    try {
+      TensorBytes t;
+      t.dtype = it.value().at("dtype").get<std::string>();
+      t.shape = it.value().at("shape").get<std::vector<int64_t>>();
+      auto off = it.value().at("data_offsets").get<std::vector<uint64_t>>();
+      if (off.size() != 2 || off[0] > off[1] || off[1] > data_bytes) {
+        throw UserError(where, fmt::format("tensor '{}' has offsets outside the file", it.key()),
+                        "");
+      }
+      int64_t numel = 1;
+      for (int64_t s : t.shape) numel *= s;
+      const size_t es = dtype_size(t.dtype);
+      if (es != 0 && size_t(numel) * es != off[1] - off[0]) {
+        throw UserError(where, fmt::format("tensor '{}' has {} bytes for shape of {} {} values",
+                                           it.key(), off[1] - off[0], numel, t.dtype), "");
+      }
+      t.data = data + off[0];
+      t.bytes = off[1] - off[0];
+      f.tensors_.emplace(it.key(), std::move(t));
+    } catch (const nlohmann::json::exception&) {
+      throw UserError(where, fmt::format("tensor '{}' has a malformed header entry", it.key()), "");
+    }
+  }
+  return f;
+}
+
+SafetensorsFile::SafetensorsFile(SafetensorsFile&& o) noexcept
+    : path_(std::move(o.path_)),
+      map_(o.map_),
+      map_bytes_(o.map_bytes_),
+      tensors_(std::move(o.tensors_)) {
+  o.map_ = nullptr;
+  o.map_bytes_ = 0;
+}
+
+SafetensorsFile::~SafetensorsFile() {
+  if (map_) ::munmap(map_, map_bytes_);
+}
+
+std::string write_safetensors(const fs::path& path,
+                       const std::vector<std::pair<std::string, TensorBytes>>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  nlohmann::ordered_json header;
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  size_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    header[name] = {
+        {"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes}}};
+    offset += t.bytes;
+  }
+  std::string h = header.dump();
+  h.append((8 - h.size() % 8) % 8, ' ');  // data starts 8-byte aligned
+  std::string out;
+  out.reserve(8 + h.size() + offset);
+  const uint64_t n = h.size();
+  for (int i = 0; i < 8; ++i) out.push_back(char((n >> (8 * i)) & 0xff));
+  out += h;
+  for (const auto& [name, t] : tensors) out.append(static_cast<const char*>(t.data), t.bytes);
+  hpc::write_file_atomically(path, out);
+  return sha256_hex(out);
+}
+
+}  // namespace hpc::train

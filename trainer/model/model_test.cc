@@ -1,0 +1,197 @@
+// Unit tests of the LibTorch parts (one translation unit: each costs ~30 s to compile): the
+// model, the fused head + cross-entropy, and the optimiser.
+#include "model/model.h"
+
+#include <cmath>
+
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include "optim/optim.h"
+
+using namespace hpc::train;
+
+namespace {
+
+GptConfig small() { return GptConfig{2, 2, 16, 32, 97}; }
+
+double max_rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return ((a - b).abs().max() / b.abs().max().clamp_min(1e-12)).item<double>();
+}
+
+}  // namespace
+
+TEST_CASE("parameters carry Hugging Face GPT-2 names", "[model]") {
+  Gpt m(small());
+  std::vector<std::string> names;
+  for (auto& p : m->named_parameters()) names.push_back(p.key());
+  CHECK(names.front() == "wte.weight");
+  CHECK(names[1] == "wpe.weight");
+  CHECK(names[2] == "h.0.ln_1.weight");
+  CHECK(std::find(names.begin(), names.end(), "h.1.attn.c_attn.weight") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "h.1.mlp.c_proj.bias") != names.end());
+  CHECK(names.back() == "ln_f.bias");
+  int64_t n = 0;
+  for (auto& p : m->parameters()) n += p.numel();
+  CHECK(n == parameter_count(small()));
+  CHECK(m->buffers().size() == 1);  // the causal mask, never saved
+}
+
+TEST_CASE("units: the embedding/head group, then one per block, in parameter order", "[model]") {
+  Gpt m(small());
+  std::vector<std::string> names;
+  for (auto& p : m->named_parameters()) names.push_back(p.key());
+  const auto units = m->parameter_units();
+  REQUIRE(units.size() == 3);  // 2 blocks + unit 0
+  std::vector<std::string> unit0;
+  for (size_t i : units[0]) unit0.push_back(names.at(i));
+  CHECK(unit0 == std::vector<std::string>{"wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias"});
+  size_t total = units[0].size();
+  for (size_t l = 1; l < units.size(); ++l) {
+    CHECK(units[l].size() == 12);  // ln_1, c_attn, c_proj, ln_2, c_fc, c_proj: weight + bias each
+    for (size_t i : units[l]) CHECK(names.at(i).rfind("h." + std::to_string(l - 1) + ".", 0) == 0);
+    total += units[l].size();
+  }
+  CHECK(total == names.size());
+}
+
+// Hooks see every unit once per forward pass, in order, and can replace a unit's output.
+TEST_CASE("the forward pass calls the unit hooks in order", "[model]") {
+  struct Recorder : UnitHooks {
+    std::vector<std::string> calls;
+    void before(int u) override { calls.push_back("b" + std::to_string(u)); }
+    at::Tensor after(int u, const at::Tensor& out) override {
+      calls.push_back("a" + std::to_string(u));
+      return out;
+    }
+  } rec;
+  torch::manual_seed(0);
+  Gpt m(small());
+  auto idx = torch::randint(97, {2, 8}, torch::kLong);
+  const auto plain = m->loss(idx, idx);
+  m->set_unit_hooks(&rec);
+  const auto hooked = m->loss(idx, idx);
+  CHECK(rec.calls == std::vector<std::string>{"b0", "b1", "a1", "b2", "a2", "a0"});
+  CHECK(hooked.item<double>() == plain.item<double>());
+  rec.calls.clear();
+  m->logits(idx);
+  CHECK(rec.calls.size() == 6);
+  m->set_unit_hooks(nullptr);
+}
+
+TEST_CASE("initialisation follows GPT-2", "[model]") {
+  torch::manual_seed(0);
+  GptConfig c{4, 4, 256, 64, 1000};
+  Gpt m(c);
+  auto p = m->named_parameters();
+  CHECK(p["wte.weight"].std().item<double>() == Approx(0.02).epsilon(0.02));
+  CHECK(p["h.0.attn.c_attn.weight"].std().item<double>() == Approx(0.02).epsilon(0.02));
+  CHECK(p["h.3.mlp.c_proj.weight"].std().item<double>() ==
+        Approx(0.02 / std::sqrt(8.0)).epsilon(0.02));
+  CHECK(p["h.3.attn.c_proj.weight"].std().item<double>() ==
+        Approx(0.02 / std::sqrt(8.0)).epsilon(0.03));
+  CHECK(p["h.2.mlp.c_fc.bias"].abs().max().item<double>() == 0.0);
+  CHECK(p["h.2.ln_2.weight"].min().item<double>() == 1.0);
+}
+
+TEST_CASE("the same seed gives the same model", "[model]") {
+  torch::manual_seed(7);
+  Gpt a(small());
+  torch::manual_seed(7);
+  Gpt b(small());
+  auto pa = a->parameters(), pb = b->parameters();
+  for (size_t i = 0; i < pa.size(); ++i) CHECK(torch::equal(pa[i], pb[i]));
+}
+
+TEST_CASE("logits have shape [B, T, V] and attention is causal", "[model]") {
+  torch::manual_seed(1);
+  Gpt m(small());
+  auto idx = torch::randint(0, 97, {3, 10}, torch::kLong);
+  auto logits = m->logits(idx);
+  CHECK(logits.sizes() == std::vector<int64_t>{3, 10, 97});
+  auto idx2 = idx.clone();
+  idx2.index_put_({torch::indexing::Slice(), 7}, (idx.select(1, 7) + 1) % 97);
+  auto logits2 = m->logits(idx2);
+  using torch::indexing::Slice;
+  CHECK(
+      torch::allclose(logits.index({Slice(), Slice(0, 7)}), logits2.index({Slice(), Slice(0, 7)})));
+  CHECK_FALSE(torch::allclose(logits.index({Slice(), 7}), logits2.index({Slice(), 7})));
+}
+
+TEST_CASE("the chunked head + cross-entropy equals the plain one, with gradients",
+          "[model][head]") {
+  torch::manual_seed(2);
+  const int64_t N = 45, C = 24, V = 301;
+  auto x0 = torch::randn({N, C});
+  auto w0 = torch::randn({V, C}) * 0.3;
+  auto t = torch::randint(0, V, {N}, torch::kLong);
+
+  auto x = x0.clone().requires_grad_(true);
+  auto w = w0.clone().requires_grad_(true);
+  auto plain = at::nll_loss(at::log_softmax(at::linear(x, w), -1), t);
+  plain.mul(0.37).backward();  // a non-unit upstream gradient, as with accumulation
+
+  for (int64_t chunk : {1, 7, 16, 45, 1000}) {
+    INFO("chunk rows " << chunk);
+    auto xc = x0.clone().requires_grad_(true);
+    auto wc = w0.clone().requires_grad_(true);
+    auto loss = chunked_head_loss(xc, wc, t, chunk);
+    CHECK(loss.item<double>() == Approx(plain.item<double>()).epsilon(1e-6));
+    loss.mul(0.37).backward();
+    CHECK(max_rel_diff(xc.grad(), x.grad()) < 1e-5);
+    CHECK(max_rel_diff(wc.grad(), w.grad()) < 1e-5);
+  }
+  // Without gradients it only computes the loss.
+  torch::NoGradGuard no_grad;
+  CHECK(chunked_head_loss(x0, w0, t, 8).item<double>() ==
+        Approx(plain.item<double>()).epsilon(1e-6));
+}
+
+TEST_CASE("the model's loss is the same with and without chunking", "[model][head]") {
+  torch::manual_seed(3);
+  Gpt m(small());
+  auto idx = torch::randint(0, 97, {2, 32}, torch::kLong);
+  auto tgt = torch::randint(0, 97, {2, 32}, torch::kLong);
+  m->set_head_chunk_rows(0);
+  auto plain = m->loss(idx, tgt);
+  plain.backward();
+  std::vector<torch::Tensor> g_plain;
+  for (auto& p : m->parameters()) g_plain.push_back(p.grad().clone());
+  for (auto& p : m->parameters()) p.mutable_grad() = torch::Tensor();
+  m->set_head_chunk_rows(5);
+  auto chunked = m->loss(idx, tgt);
+  chunked.backward();
+  CHECK(chunked.item<double>() == Approx(plain.item<double>()).epsilon(1e-6));
+  auto ps = m->parameters();
+  for (size_t i = 0; i < ps.size(); ++i) CHECK(max_rel_diff(ps[i].grad(), g_plain[i]) < 1e-4);
+  // A fresh model predicts close to uniformly: loss near ln(V).
+  CHECK(plain.item<double>() == Approx(std::log(97.0)).epsilon(0.05));
+}
+
+TEST_CASE("AdamW matches the update rule and decays only 2-D tensors", "[optim]") {
+  auto w = torch::full({2, 2}, 1.0).requires_grad_(true);
+  auto b = torch::full({2}, 1.0).requires_grad_(true);
+  AdamW opt({w, b}, AdamWOptions{0.9, 0.95, 1e-8, 0.1});
+  CHECK(opt.decayed() == std::vector<bool>{true, false});
+  w.mutable_grad() = torch::full({2, 2}, 0.5);
+  b.mutable_grad() = torch::full({2}, 0.5);
+  opt.step(0.01);
+  // Step 1: m_hat = g, v_hat = g^2, update = lr * g / (|g| + eps) = lr (sign of g).
+  CHECK(w[0][0].item<double>() == Approx(1.0 * (1 - 0.01 * 0.1) - 0.01).epsilon(1e-6));
+  CHECK(b[0].item<double>() == Approx(1.0 - 0.01).epsilon(1e-6));
+  CHECK(opt.steps() == 1);
+  opt.zero_grad();
+  CHECK_FALSE(w.grad().defined());
+}
+
+TEST_CASE("gradient clipping scales by the global norm", "[optim]") {
+  auto a = torch::zeros({3}).requires_grad_(true);
+  auto b = torch::zeros({1}).requires_grad_(true);
+  a.mutable_grad() = torch::tensor({3.0f, 0.0f, 0.0f});
+  b.mutable_grad() = torch::tensor({4.0f});
+  CHECK(clip_grad_norm({a, b}, 1.0) == Approx(5.0));
+  CHECK(a.grad()[0].item<double>() == Approx(0.6).epsilon(1e-5));
+  CHECK(b.grad()[0].item<double>() == Approx(0.8).epsilon(1e-5));
+  CHECK(clip_grad_norm({a, b}, 10.0) == Approx(1.0).epsilon(1e-5));
+  CHECK(b.grad()[0].item<double>() == Approx(0.8).epsilon(1e-5));  // below the cap: unchanged
+}
