@@ -87,7 +87,7 @@ teardown_root() {
     sleep 1
   done
   # Deepest mounts first.
-  findmnt -rn -o TARGET | grep -F "$r/" | sort -r | while read -r m; do
+  findmnt -rn -o TARGET | { grep -F "$r/" || true; } | sort -r | while read -r m; do
     umount -l "$m" 2>/dev/null || true
   done
 }
