@@ -130,7 +130,7 @@ EOF
 clone_into() {
   local dest=$root$1 owner=$2
   git clone -q --no-local --no-hardlinks "$repo" "$dest"
-  chown -R "$owner:" "$dest"
+  chroot "$root" chown -R "$owner:" "$1"  # the user exists in the root, not on the host
 }
 
 # Runs bash command $2 in the root as user $1 with a clean environment, in a UTS namespace named
