@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "atomic_file.h"
-#include "campaigns/batch.h"
+#include "campaigns/pool.h"
 #include "spec/catalog.h"
 #include "error.h"
 #include "follow/follow.h"
@@ -40,14 +40,14 @@ namespace {
 struct Point {
   std::string preset, strategy;
   int nodes = 0, gpus = 0;
-  BatchJob job;
+  PoolJob job;
   std::optional<Throughput> throughput;
 
   std::string key() const { return preset + "/" + strategy; }
 };
 
 json point_json(const Point& p) {
-  const BatchJob& j = p.job;
+  const PoolJob& j = p.job;
   return {{"preset", p.preset}, {"strategy", p.strategy}, {"nodes", p.nodes},     {"gpus", p.gpus},
           {"job_id", j.job_id}, {"run_dir", j.run_dir},   {"log", j.log},         {"state", j.state},
           {"message", j.message}, {"spec_hash", j.spec_hash}};
@@ -396,7 +396,7 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
     p.job.state = state;
     p.job.spec_hash = hash;
     p.job.message = str_at(e, "message");
-    p.job.waiting_since = p.job.running_since = BatchClock::now();
+    p.job.waiting_since = p.job.running_since = PoolClock::now();
     p.job.started = state != "PENDING";
     if (finished) ++kept; else ++adopted;
   }
@@ -425,15 +425,15 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
                            points.size() - kept - adopted, config.max_concurrent);
 
   SweepTable table(std::cerr);
-  std::vector<BatchJob*> jobs;
+  std::vector<PoolJob*> jobs;
   for (auto& p : points) jobs.push_back(&p.job);
-  BatchLimits limits;
+  PoolLimits limits;
   limits.max_concurrent = config.max_concurrent;
   limits.start_timeout_s = config.start_timeout_s;
   limits.poll_interval_s = config.poll_interval_s;
   limits.requeue_settle_s = config.requeue_settle_s;
-  BatchHooks hooks;
-  hooks.completed = [&](BatchJob& j) {
+  PoolHooks hooks;
+  hooks.completed = [&](PoolJob& j) {
     for (auto& p : points)
       if (&p.job == &j) measure(*backend, p, warmup);
   };
@@ -442,7 +442,7 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
     save_results();
   };
   hooks.show = [&]() { table.show(points); };
-  bool interrupted = !run_batch(*backend, choice, jobs, limits, command, hooks);
+  bool interrupted = !run_job_pool(*backend, choice, jobs, limits, command, hooks);
 
   save_state();
   std::vector<ResultRow> rows = save_results();

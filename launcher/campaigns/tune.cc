@@ -14,7 +14,7 @@
 #include <fmt/core.h>
 
 #include "atomic_file.h"
-#include "campaigns/batch.h"
+#include "campaigns/pool.h"
 #include "error.h"
 #include "json_file.h"
 #include "render/render.h"
@@ -559,7 +559,7 @@ int run_tune(const TuneConfig& config, const BackendChoice& choice, const std::v
   bench_args.insert(bench_args.end(), config.bench_args.begin(), config.bench_args.end());
   fs::path tmpl = config.template_file.empty() ? catalog.default_template() : fs::path(config.template_file);
   ScriptTemplate script_template = ScriptTemplate::from_file(tmpl);
-  std::vector<BatchJob> jobs(candidates.size());
+  std::vector<PoolJob> jobs(candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i) {
     const TuneCandidate& c = candidates[i];
     SpecRequest r = base;
@@ -596,7 +596,7 @@ int run_tune(const TuneConfig& config, const BackendChoice& choice, const std::v
 
   auto sync = [&](size_t i) {
     TuneOutcome& o = outcomes[i];
-    const BatchJob& j = jobs[i];
+    const PoolJob& j = jobs[i];
     o.state = j.state;
     o.job_id = j.job_id;
     o.run_dir = j.run_dir;
@@ -609,8 +609,8 @@ int run_tune(const TuneConfig& config, const BackendChoice& choice, const std::v
     }
   };
   std::map<std::string, std::string> last_line;
-  BatchHooks hooks;
-  hooks.completed = [&](BatchJob& j) {
+  PoolHooks hooks;
+  hooks.completed = [&](PoolJob& j) {
     size_t i = static_cast<size_t>(&j - jobs.data());
     TuneOutcome& o = outcomes[i];
     std::string path = j.run_dir + "/allreduce.json";
@@ -642,15 +642,15 @@ int run_tune(const TuneConfig& config, const BackendChoice& choice, const std::v
     }
     std::cerr.flush();
   };
-  std::vector<BatchJob*> pointers;
+  std::vector<PoolJob*> pointers;
   for (auto& j : jobs) pointers.push_back(&j);
-  BatchLimits limits;
+  PoolLimits limits;
   limits.max_concurrent = config.max_concurrent;
   limits.start_timeout_s = config.start_timeout_s;
   // Slurm ends the job at its time limit; this bound catches a job the scheduler does not end.
   limits.run_timeout_s = config.timeout_s + config.hang_grace_s;
   limits.poll_interval_s = config.poll_interval_s;
-  bool finished = run_batch(*backend, choice, pointers, limits, command, hooks);
+  bool finished = run_job_pool(*backend, choice, pointers, limits, command, hooks);
   for (size_t i = 0; i < jobs.size(); ++i) sync(i);
   if (!finished) {
     int cancelled = 0;

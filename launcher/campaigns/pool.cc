@@ -1,4 +1,4 @@
-#include "campaigns/batch.h"
+#include "campaigns/pool.h"
 
 #include <atomic>
 #include <csignal>
@@ -14,10 +14,10 @@ namespace hpc {
 namespace {
 
 std::atomic<bool> g_interrupted{false};
-extern "C" void on_batch_interrupt(int) { g_interrupted = true; }
+extern "C" void on_pool_interrupt(int) { g_interrupted = true; }
 
 // Submits one job like `hpclaunch submit` does: run directory, run.json, no following.
-void submit_one(Backend& backend, const BackendChoice& choice, BatchJob& j,
+void submit_one(Backend& backend, const BackendChoice& choice, PoolJob& j,
                 const std::vector<std::string>& command) {
   RunRecord record = submit_job(backend, j.spec, j.script, choice, command);
   j.job_id = record.job_id;
@@ -27,11 +27,11 @@ void submit_one(Backend& backend, const BackendChoice& choice, BatchJob& j,
   j.state = "PENDING";
   j.message.clear();
   j.started = false;
-  j.waiting_since = BatchClock::now();
+  j.waiting_since = PoolClock::now();
 }
 
 // Asks the backend about one active job and applies the bounds. True when its state changed.
-bool poll_one(Backend& backend, BatchJob& j, const BatchLimits& limits, const BatchHooks& hooks) {
+bool poll_one(Backend& backend, PoolJob& j, const PoolLimits& limits, const PoolHooks& hooks) {
   JobStatus s;
   try {
     s = backend.status(j.job_id);
@@ -47,7 +47,7 @@ bool poll_one(Backend& backend, BatchJob& j, const BatchLimits& limits, const Ba
   j.state = s.state == "UNKNOWN" ? j.state : s.state;
   if (s.state != "PENDING" && s.state != "UNKNOWN" && !j.started) {
     j.started = true;
-    j.running_since = BatchClock::now();
+    j.running_since = PoolClock::now();
   }
   auto cancel = [&]() {
     try {
@@ -58,10 +58,10 @@ bool poll_one(Backend& backend, BatchJob& j, const BatchLimits& limits, const Ba
   long running_for = -1;
   if (j.started && !s.terminal()) {
     running_for = static_cast<long>(
-        std::chrono::duration_cast<std::chrono::seconds>(BatchClock::now() - j.running_since).count());
+        std::chrono::duration_cast<std::chrono::seconds>(PoolClock::now() - j.running_since).count());
     running_for = std::max(running_for, s.elapsed_seconds);
   }
-  if (!j.started && BatchClock::now() - j.waiting_since > std::chrono::seconds(limits.start_timeout_s)) {
+  if (!j.started && PoolClock::now() - j.waiting_since > std::chrono::seconds(limits.start_timeout_s)) {
     cancel();
     j.message = fmt::format("did not start within {} s (last state {}{}); cancelled it", limits.start_timeout_s,
                             s.state, s.reason.empty() ? "" : ", reason " + s.reason);
@@ -88,7 +88,7 @@ bool poll_one(Backend& backend, BatchJob& j, const BatchLimits& limits, const Ba
 
 }  // namespace
 
-bool BatchJob::active() const {
+bool PoolJob::active() const {
   if (job_id.empty() || state == "START_TIMEOUT" || state == "HUNG") return false;
   return !is_terminal_state(state) || requeue_watch.watching();
 }
@@ -124,11 +124,11 @@ std::optional<std::string> read_backend_file(Backend& backend, const std::string
   return data;
 }
 
-bool run_batch(Backend& backend, const BackendChoice& choice, const std::vector<BatchJob*>& jobs,
-               const BatchLimits& limits, const std::vector<std::string>& command,
-               const BatchHooks& hooks) {
-  auto old_int = std::signal(SIGINT, on_batch_interrupt);
-  auto old_term = std::signal(SIGTERM, on_batch_interrupt);
+bool run_job_pool(Backend& backend, const BackendChoice& choice,
+                  const std::vector<PoolJob*>& jobs, const PoolLimits& limits,
+                  const std::vector<std::string>& command, const PoolHooks& hooks) {
+  auto old_int = std::signal(SIGINT, on_pool_interrupt);
+  auto old_term = std::signal(SIGTERM, on_pool_interrupt);
   g_interrupted = false;
   size_t next = 0;
   auto poll = std::chrono::milliseconds(static_cast<long>(limits.poll_interval_s * 1000));
@@ -137,7 +137,7 @@ bool run_batch(Backend& backend, const BackendChoice& choice, const std::vector<
     for (const auto* j : jobs) active += j->active() ? 1 : 0;
     // Submit up to the limit, in order.
     while (active < limits.max_concurrent && next < jobs.size()) {
-      BatchJob& j = *jobs[next++];
+      PoolJob& j = *jobs[next++];
       if (!j.job_id.empty()) continue;  // kept or adopted from an earlier run
       try {
         submit_one(backend, choice, j, command);
