@@ -67,7 +67,4 @@ std::optional<std::string> read_backend_file(Backend& backend, const std::string
 // The local time of day, HH:MM:SS: the prefix of the campaign commands' progress lines.
 std::string now_hms();
 
-// The first line of a message, made printable.
-std::string first_message_line(const std::string& text);
-
 }  // namespace hpc

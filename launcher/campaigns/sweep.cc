@@ -162,7 +162,7 @@ void measure(Backend& backend, Point& p, int warmup) {
   try {
     text = read_backend_file(backend, path);
   } catch (const std::exception& e) {
-    p.job.message = "metrics unreadable: " + path + ": " + first_message_line(e.what());
+    p.job.message = "metrics unreadable: " + path + ": " + first_line(e.what());
     return;
   }
   if (!text) {

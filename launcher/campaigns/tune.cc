@@ -625,7 +625,7 @@ int run_tune(const TuneConfig& config, const BackendChoice& choice, const std::v
       if (!o.score) j.message = "no rows in " + path;
     } catch (const std::exception& e) {
       o.bench.reset();
-      j.message = "unreadable: " + first_message_line(e.what());
+      j.message = "unreadable: " + first_line(e.what());
     }
   };
   hooks.show = [&]() {

@@ -86,6 +86,10 @@ std::string comment_text(std::string_view s) {
   return out;
 }
 
+std::string first_line(std::string_view text) {
+  return comment_text(text.substr(0, text.find('\n')));
+}
+
 std::string comment_command_line(const std::vector<std::string>& argv) {
   std::string out;
   for (const auto& arg : argv) {
