@@ -123,12 +123,6 @@ int run_tune(const TuneConfig& config, const BackendChoice& choice,
 // Where tuned profiles go: $XDG_CONFIG_HOME/hpclaunch/clusters (default ~/.config/...).
 std::filesystem::path user_clusters_dir();
 
-// `hpclaunch clusters diff A B`: one line per resolved key that differs ("key: A -> B", with
-// "(unset)"), the tuning record summarised in one line. Empty: no differences.
-std::vector<std::string> diff_cluster_profiles(const nlohmann::json& a, const nlohmann::json& b);
-// The resolved profile content of a cluster (the defaults' profile block, then the file chain).
-nlohmann::json resolved_cluster_profile(const Catalog& catalog, const std::string& name);
-
 // Lines that describe a "tuning" record for `hpclaunch clusters show`.
 std::vector<std::string> describe_tuning(const nlohmann::json& tuning);
 

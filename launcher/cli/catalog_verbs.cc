@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 #include <iostream>
 
+#include "campaigns/clusters_diff.h"
 #include "campaigns/tune.h"
 #include "cli/verbs.h"
 #include "render/shell.h"
