@@ -36,6 +36,7 @@
 #include "atomic_file.h"
 #include "error.h"
 #include "backends/host.h"
+#include "backends/job_counter.h"
 #include "backends/local_srun.h"
 #include "spec/spec.h"
 
@@ -109,49 +110,6 @@ void write_all(int fd, const std::string& data) {
     if (n <= 0) return;
     done += static_cast<size_t>(n);
   }
-}
-
-// ---- #SBATCH parsing ------------------------------------------------------------------------
-
-// sbatch options that take a value in the next argument when written without '='. Options with
-// an optional value (--exclusive, --nice, --propagate, ...) take it only after '='.
-const std::set<std::string>& long_options_with_value() {
-  static const std::set<std::string> names = {
-      "account", "acctg-freq", "array", "batch", "bb", "bbf", "begin", "chdir",
-      "cluster-constraint", "clusters", "comment", "constraint", "container", "core-spec",
-      "cores-per-socket", "cpu-freq", "cpus-per-gpu", "cpus-per-task", "deadline", "delay-boot",
-      "dependency", "distribution", "error", "exclude", "export", "export-file",
-      "extra-node-info", "gid", "gpu-bind", "gpu-freq", "gpus", "gpus-per-node",
-      "gpus-per-socket", "gpus-per-task", "gres", "gres-flags", "hint", "input", "job-name",
-      "kill-on-invalid-dep", "licenses", "mail-type", "mail-user", "mcs-label", "mem",
-      "mem-bind", "mem-per-cpu", "mem-per-gpu", "mincpus", "network", "nodefile", "nodelist",
-      "nodes", "ntasks", "ntasks-per-core", "ntasks-per-gpu", "ntasks-per-node",
-      "ntasks-per-socket", "open-mode", "output", "partition", "power", "priority", "profile",
-      "qos", "reservation", "signal", "sockets-per-node", "switches", "thread-spec",
-      "threads-per-core", "time", "time-min", "tmp", "uid", "wait-all-nodes", "wckey", "wrap"};
-  return names;
-}
-
-// sbatch's short options that take a value ("A:B:c:C:d:D:e:F:G:i:J:L:m:M:n:N:o:p:q:S:t:w:x:").
-bool short_option_takes_value(char c) {
-  return std::strchr("ABcCdDeFGiJLmMnNopqStwx", c) != nullptr;
-}
-
-int signal_from_name(std::string name) {
-  if (all_digits(name)) {
-    int n = std::atoi(name.c_str());
-    return n >= 1 && n < 65 ? n : 0;
-  }
-  std::transform(name.begin(), name.end(), name.begin(), ::toupper);
-  if (name.rfind("SIG", 0) == 0) name = name.substr(3);
-  static const std::map<std::string, int> names = {
-      {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT},   {"ABRT", SIGABRT},
-      {"KILL", SIGKILL}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2},   {"PIPE", SIGPIPE},
-      {"ALRM", SIGALRM}, {"TERM", SIGTERM}, {"CONT", SIGCONT},   {"STOP", SIGSTOP},
-      {"TSTP", SIGTSTP}, {"URG", SIGURG},   {"XCPU", SIGXCPU},   {"XFSZ", SIGXFSZ},
-      {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}};
-  auto it = names.find(name);
-  return it == names.end() ? 0 : it->second;
 }
 
 // ---- local-state.json ---------------------------------------------------------------------
@@ -251,40 +209,6 @@ void signal_session(pid_t sid, int sig, pid_t except = 0) {
     if (sig == SIGTERM) kill(p, SIGCONT);  // a stopped process must wake to see SIGTERM
     kill(p, sig);
   }
-}
-
-// ---- the job id counter ---------------------------------------------------------------------
-
-// The first id in a new runs root: not 1, so that jobs in two runs roots on one machine rarely
-// share an id and with it MASTER_PORT (20000 + id mod 40000 in the shipped profiles).
-long first_job_id() {
-  std::random_device rd;
-  return 1000 + static_cast<long>(rd() % 9000);
-}
-
-std::string allocate_job_id(const std::string& runs_root) {
-  std::string path = runs_root + "/.local-jobs";
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) throw BackendError("cannot open the local job counter " + path + ": " + std::strerror(errno));
-  while (flock(fd, LOCK_EX) != 0) {
-    if (errno != EINTR) {
-      int err = errno;
-      close(fd);
-      throw BackendError("cannot lock " + path + ": " + std::strerror(err));
-    }
-  }
-  char buf[64] = {0};
-  ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-  long last = n > 0 ? std::atol(buf) : 0;
-  long next = last > 0 ? last + 1 : first_job_id();
-  std::string text = std::to_string(next) + "\n";
-  bool ok = ftruncate(fd, 0) == 0 &&
-            pwrite(fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()) &&
-            fsync(fd) == 0;
-  int err = errno;
-  close(fd);  // releases the lock
-  if (!ok) throw BackendError("cannot update the local job counter " + path + ": " + std::strerror(err));
-  return std::to_string(next);
 }
 
 // ---- starting the supervisor ------------------------------------------------------------------
@@ -723,203 +647,6 @@ class Supervisor {
 
 // ---- public helpers ----------------------------------------------------------------------------
 
-int SbatchOptions::tasks() const {
-  if (ntasks > 0) return ntasks;
-  if (ntasks_per_node > 0) return ntasks_per_node * std::max(1, nodes);
-  return 1;
-}
-
-std::vector<SbatchArgument> sbatch_script_arguments(const std::string& script) {
-  std::vector<SbatchArgument> out;
-  size_t pos = 0;
-  int lineno = 0;
-  while (pos < script.size()) {
-    size_t nl = script.find('\n', pos);
-    std::string line = script.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
-    pos = nl == std::string::npos ? script.size() : nl + 1;
-    ++lineno;
-    if (line.rfind("#SBATCH", 0) != 0) {
-      // A line that is neither blank nor a comment ends the directives.
-      size_t first = line.find_first_not_of(" \t\r\f\v");
-      if (first != std::string::npos && line[first] != '#') break;
-      continue;
-    }
-    size_t i = 7;
-    const size_t n = line.size();
-    while (true) {
-      while (i < n && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
-      if (i >= n || line[i] == '#') break;
-      std::string arg;
-      bool quoted = false, escaped = false, comment = false;
-      char quote = 0;
-      while (i < n && (quoted || !std::isspace(static_cast<unsigned char>(line[i])))) {
-        char c = line[i];
-        if (escaped) {
-          escaped = false;
-          arg += c;
-        } else if (c == '\\') {
-          escaped = true;
-        } else if (quoted) {
-          if (c == quote) quoted = false;
-          else arg += c;
-        } else if (c == '"' || c == '\'') {
-          quoted = true;
-          quote = c;
-        } else if (c == '#') {
-          comment = true;
-          break;
-        } else {
-          arg += c;
-        }
-        ++i;
-      }
-      if (!(comment && arg.empty())) out.push_back({arg, lineno});
-      if (comment) break;
-    }
-  }
-  return out;
-}
-
-SbatchOptions parse_sbatch_options(const std::string& script, const std::string& origin) {
-  SbatchOptions o;
-  auto args = sbatch_script_arguments(script);
-  auto where = [&](int line) { return origin + ":" + std::to_string(line); };
-  auto number = [&](const std::string& option, const std::string& value, int line) {
-    if (!all_digits(value) || value.size() > 6)
-      throw UserError(where(line), "#SBATCH " + option + "=" + value + ": not a whole number",
-                      "write a count, e.g. " + option + "=1");
-    return std::atoi(value.c_str());
-  };
-  for (size_t k = 0; k < args.size(); ++k) {
-    const std::string& a = args[k].text;
-    int line = args[k].line;
-    std::string name, value;
-    if (a.rfind("--", 0) == 0 && a.size() > 2) {
-      auto eq = a.find('=');
-      name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-      if (eq != std::string::npos) {
-        value = a.substr(eq + 1);
-      } else if (long_options_with_value().count(name)) {
-        if (k + 1 >= args.size())
-          throw UserError(where(line), "#SBATCH --" + name + " needs a value", "write --" + name + "=VALUE");
-        value = args[++k].text;
-      }
-    } else if (a.size() >= 2 && a[0] == '-' && a[1] != '-') {
-      // Short options, possibly clustered ("-Hv"); the first one with a value ends the cluster.
-      static const std::map<char, std::string> long_name = {
-          {'J', "job-name"}, {'N', "nodes"}, {'n', "ntasks"}, {'c', "cpus-per-task"},
-          {'t', "time"},     {'o', "output"}, {'e', "error"}, {'D', "chdir"}};
-      for (size_t c = 1; c < a.size(); ++c) {
-        if (!short_option_takes_value(a[c])) continue;
-        if (c + 1 < a.size()) value = a.substr(c + 1);
-        else if (k + 1 < args.size()) value = args[++k].text;
-        else throw UserError(where(line), "#SBATCH -" + std::string(1, a[c]) + " needs a value", "");
-        auto it = long_name.find(a[c]);
-        name = it == long_name.end() ? "" : it->second;
-        break;
-      }
-    } else {
-      continue;  // not an option
-    }
-    if (name == "job-name") {
-      o.job_name = value;
-    } else if (name == "nodes") {
-      size_t digits = 0;
-      while (digits < value.size() && std::isdigit(static_cast<unsigned char>(value[digits]))) ++digits;
-      o.nodes = number("--nodes", value.substr(0, digits), line);
-    } else if (name == "ntasks") {
-      o.ntasks = number("--ntasks", value, line);
-    } else if (name == "ntasks-per-node") {
-      o.ntasks_per_node = number("--ntasks-per-node", value, line);
-    } else if (name == "cpus-per-task") {
-      o.cpus_per_task = number("--cpus-per-task", value, line);
-    } else if (name == "time") {
-      o.time_limit_seconds = parse_slurm_time(value, where(line) + ": #SBATCH --time");
-    } else if (name == "output") {
-      o.output = value;
-    } else if (name == "error") {
-      o.error = value;
-    } else if (name == "chdir") {
-      o.chdir = value;
-    } else if (name == "open-mode") {
-      o.open_mode_append = value == "append" || value == "a";
-    } else if (name == "requeue") {
-      o.requeue = true;
-      o.no_requeue = false;
-    } else if (name == "no-requeue") {
-      o.no_requeue = true;
-      o.requeue = false;
-    } else if (name == "signal") {
-      // [{R|B}:]SIG[@SECONDS]
-      std::string spec = value;
-      bool batch = false;
-      if (auto colon = spec.find(':'); colon != std::string::npos) {
-        std::string flags = spec.substr(0, colon);
-        if (flags.find_first_not_of("RB") != std::string::npos)
-          throw UserError(where(line), "#SBATCH --signal=" + value + ": unknown flag before ':'",
-                          "write --signal=B:USR1@90");
-        batch = flags.find('B') != std::string::npos;
-        spec = spec.substr(colon + 1);
-      }
-      std::string sig = spec, seconds = "60";
-      if (auto at = spec.find('@'); at != std::string::npos) {
-        sig = spec.substr(0, at);
-        seconds = spec.substr(at + 1);
-      }
-      int number_of_signal = signal_from_name(sig);
-      if (number_of_signal == 0)
-        throw UserError(where(line), "#SBATCH --signal=" + value + ": unknown signal \"" + sig + "\"",
-                        "write --signal=B:USR1@90");
-      o.signal_number = number_of_signal;
-      o.signal_seconds = number("--signal", seconds, line);
-      o.signal_batch_only = batch;
-    }
-  }
-  return o;
-}
-
-std::string expand_slurm_filename(const std::string& pattern, const SlurmFilenameContext& context) {
-  if (pattern.find('\\') != std::string::npos) {
-    std::string out;
-    for (char c : pattern)
-      if (c != '\\') out += c;
-    return out;
-  }
-  std::string out;
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] != '%' || i + 1 >= pattern.size()) {
-      out += pattern[i];
-      continue;
-    }
-    size_t j = i + 1;
-    int width = 0;
-    while (j < pattern.size() && std::isdigit(static_cast<unsigned char>(pattern[j])) && j - i < 4)
-      width = width * 10 + (pattern[j++] - '0');
-    if (j >= pattern.size()) {
-      out += pattern.substr(i);
-      break;
-    }
-    auto padded = [&](const std::string& digits) {
-      return digits.size() < static_cast<size_t>(width)
-                 ? std::string(static_cast<size_t>(width) - digits.size(), '0') + digits
-                 : digits;
-    };
-    switch (pattern[j]) {
-      case '%': out += '%'; break;
-      case 'j': case 'A': out += padded(context.job_id); break;
-      case 'a': out += padded("4294967294"); break;  // what Slurm prints for a job without array
-      case 'x': out += context.job_name; break;
-      case 'u': out += context.user; break;
-      case 'N': out += context.node; break;
-      case 'n': case 't': out += padded("0"); break;
-      case 's': out += "batch"; break;
-      default: out += pattern.substr(i, j - i + 1); break;  // unknown: kept as written
-    }
-    i = j;
-  }
-  return out;
-}
-
 std::optional<LocalJobState> read_local_state(const std::string& run_dir) {
   std::string text = read_small_file(run_dir + "/" + kLocalStateFile);
   if (text.empty()) return std::nullopt;
@@ -1076,7 +803,7 @@ SubmitResult LocalBackend::submit(const SubmitRequest& request) {
   fs::create_directories(runs_root, ec);
   if (ec) throw BackendError("cannot create the runs directory " + runs_root + ": " + ec.message());
 
-  std::string job_id = allocate_job_id(runs_root);
+  std::string job_id = allocate_local_job_id(runs_root);
   std::string job_name = !o.job_name.empty() ? o.job_name : !request.job_name.empty() ? request.job_name : "sbatch";
   std::string dir_name = run_dir_name(request.job_name.empty() ? job_name : request.job_name) + "-" + job_id;
   std::string run_dir = runs_root + "/" + dir_name;

@@ -1,6 +1,7 @@
 #include "backends/slurm_backend.h"
 
 #include "follow/run_record.h"
+#include "spec/slurm_time.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -58,15 +59,6 @@ bool is_terminal_state(const std::string& state) {
   return false;
 }
 
-long parse_slurm_duration(const std::string& text) {
-  static const std::regex form(R"((?:(\d+)-)?(?:(\d+):)?(\d+):(\d+))");
-  std::smatch m;
-  if (!std::regex_match(text, m, form)) return -1;
-  long days = m[1].matched ? std::stol(m[1]) : 0;
-  long hours = m[2].matched ? std::stol(m[2]) : 0;
-  return ((days * 24 + hours) * 60 + std::stol(m[3])) * 60 + std::stol(m[4]);
-}
-
 bool is_controller_unreachable(const std::string& text) {
   static const char* const kSigns[] = {"Unable to contact slurm controller",
                                        "Socket timed out",
@@ -109,7 +101,7 @@ JobStatus parse_scontrol_job(const std::string& line) {
   if (s.reason == "None") s.reason.clear();
   s.nodes = get("NodeList");
   if (s.nodes == "(null)") s.nodes.clear();
-  s.elapsed_seconds = parse_slurm_duration(get("RunTime"));
+  s.elapsed_seconds = slurm_time_seconds(get("RunTime")).value_or(-1);
   std::string exit = get("ExitCode");
   if (auto colon = exit.find(':'); colon != std::string::npos) {
     s.exit_code = std::atoi(exit.substr(0, colon).c_str());

@@ -46,8 +46,6 @@ class SlurmBackend : public Backend {
 
 // Parses one line of `scontrol show job -o` (Key=Value pairs) into a status. Exposed for tests.
 JobStatus parse_scontrol_job(const std::string& line);
-// "1-02:03:04", "02:03:04", "03:04" -> seconds; -1 if unparsable ("INVALID", "UNLIMITED").
-long parse_slurm_duration(const std::string& text);
 // Whether a Slurm client's error text means the controller could not be reached (retryable).
 bool is_controller_unreachable(const std::string& text);
 

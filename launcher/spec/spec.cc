@@ -6,6 +6,7 @@
 #include "error.h"
 #include "json_file.h"
 #include "spec/schema.h"
+#include "spec/slurm_time.h"
 #include "sha256.h"
 #include "render/shell.h"
 #include "spec/suggest.h"
@@ -372,34 +373,15 @@ bool is_env_name(const std::string& s) {
 }
 
 long parse_slurm_time(const std::string& text, const std::string& where) {
-  if (text == "UNLIMITED" || text == "INFINITE" || text == "unlimited" || text == "infinite")
-    return -1;
-  // minutes | minutes:seconds | hours:minutes:seconds | days-hours | days-hours:minutes |
-  // days-hours:minutes:seconds  (sbatch --time)
-  static const std::regex form(R"((?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?)");
-  std::smatch m;
-  auto bad = [&]() {
-    return UserError(where, "\"" + comment_text(text) + "\" is not a Slurm time limit",
-                     "write MM, HH:MM:SS or D-HH:MM:SS, e.g. \"02:00:00\"");
-  };
-  if (text.size() > 20 || !std::regex_match(text, m, form)) throw bad();
-  for (int i = 1; i <= 4; ++i)
-    if (m[i].length() > 9) throw bad();  // no Slurm limit needs more digits; avoids overflow
-  auto num = [&](int i) { return m[i].matched ? std::stol(m[i].str()) : 0L; };
-  long seconds = 0;
-  if (m[1].matched) {  // days-hours[:minutes[:seconds]]
-    seconds = num(1) * 86400 + num(2) * 3600 + num(3) * 60 + num(4);
-  } else if (m[4].matched) {  // hours:minutes:seconds
-    seconds = num(2) * 3600 + num(3) * 60 + num(4);
-  } else if (m[3].matched) {  // minutes:seconds
-    seconds = num(2) * 60 + num(3);
-  } else {  // minutes
-    seconds = num(2) * 60;
+  std::optional<long> seconds = slurm_time_seconds(text);
+  if (!seconds) {
+    throw UserError(where, "\"" + comment_text(text) + "\" is not a Slurm time limit",
+                    "write MM, HH:MM:SS or D-HH:MM:SS, e.g. \"02:00:00\"");
   }
-  if (seconds <= 0) {
+  if (*seconds == 0) {
     throw UserError(where, "time limit \"" + text + "\" is zero", "give the job some time");
   }
-  return seconds;
+  return *seconds;
 }
 
 std::string Spec::canonical_json() const {

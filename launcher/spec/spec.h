@@ -110,7 +110,8 @@ bool is_env_name(const std::string& s);
 // key path of the first problem.
 Spec resolve_spec(const Catalog& catalog, const SpecRequest& request);
 
-// Slurm time limit -> seconds; -1 for UNLIMITED/INFINITE. Throws UserError (where) if invalid.
+// Slurm time limit -> seconds; -1 for UNLIMITED/INFINITE. Throws UserError (where) if invalid
+// or zero. The grammar is slurm_time_seconds (spec/slurm_time.h).
 long parse_slurm_time(const std::string& text, const std::string& where);
 
 }  // namespace hpc
