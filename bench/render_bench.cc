@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "catalog.h"
-#include "render.h"
-#include "spec.h"
+#include "spec/catalog.h"
+#include "render/render.h"
+#include "spec/spec.h"
 
 extern char** environ;
 namespace fs = std::filesystem;

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "backend.h"
-#include "local_backend.h"
+#include "backends/backend.h"
+#include "backends/local_backend.h"
 #include "subprocess.h"
 
 namespace local_test {

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "error.h"
-#include "local_backend.h"
+#include "backends/local_backend.h"
 
 using hpc::parse_sbatch_options;
 using hpc::sbatch_script_arguments;

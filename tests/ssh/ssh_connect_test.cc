@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "ssh_host.h"
+#include "backends/ssh_host.h"
 #include "ssh_test_support.h"
 
 using hpc::BackendError;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ssh_host.h"
+#include "backends/ssh_host.h"
 #include "ssh_test_support.h"
 
 using hpc::CommandOptions;

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "ssh_host.h"
+#include "backends/ssh_host.h"
 
 namespace hpc::test {
 

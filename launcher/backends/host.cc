@@ -1,0 +1,67 @@
+#include "backends/host.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "atomic_file.h"
+#include "error.h"
+
+namespace fs = std::filesystem;
+
+namespace hpc {
+
+CommandResult LocalHost::run(const std::vector<std::string>& argv, const CommandOptions& options) {
+  return run_command(argv, options);
+}
+
+void LocalHost::make_dirs(const std::string& path) {
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec) throw BackendError("cannot create directory " + path + ": " + ec.message());
+}
+
+void LocalHost::write_file(const std::string& path, const std::string& content, int mode) {
+  try {
+    write_file_atomically(path, content, static_cast<mode_t>(mode));
+  } catch (const UserError& e) {
+    throw BackendError(e.what());
+  }
+}
+
+LogChunk LocalHost::read_file(const std::string& path, uint64_t offset, size_t max_bytes) {
+  LogChunk chunk;
+  chunk.next_offset = offset;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return chunk;
+  chunk.exists = true;
+  struct stat st {};
+  if (fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) < offset) {
+    offset = 0;  // truncated or replaced: start over
+  }
+  chunk.data.resize(max_bytes);
+  ssize_t n = pread(fd, chunk.data.data(), max_bytes, static_cast<off_t>(offset));
+  close(fd);
+  chunk.data.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  chunk.next_offset = offset + chunk.data.size();
+  return chunk;
+}
+
+std::string LocalHost::absolute(const std::string& path) {
+  std::string p = path;
+  if (p == "~" || p.rfind("~/", 0) == 0) {
+    const char* home = std::getenv("HOME");
+    p = std::string(home ? home : "/") + p.substr(1);
+  }
+  std::error_code ec;
+  fs::path abs = fs::absolute(p, ec);
+  if (ec) throw BackendError("cannot resolve path " + path + ": " + ec.message());
+  return abs.lexically_normal().string();
+}
+
+}  // namespace hpc

@@ -1,0 +1,333 @@
+#include "backends/slurm_backend.h"
+
+#include "follow/run_record.h"
+#include "spec/slurm_time.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+namespace hpc {
+namespace {
+
+std::string one_line(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\n' || c == '\r') {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+std::string random_tag() {
+  std::random_device rd;
+  std::mt19937_64 gen((uint64_t(rd()) << 32) ^ rd() ^ uint64_t(getpid()));
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(gen()));
+  return buf;
+}
+
+bool is_absolute(const std::string& p) { return !p.empty() && p[0] == '/'; }
+
+std::string trim(const std::string& s) {
+  size_t a = s.find_first_not_of(" \t\r\n");
+  if (a == std::string::npos) return "";
+  size_t b = s.find_last_not_of(" \t\r\n");
+  return s.substr(a, b - a + 1);
+}
+
+}  // namespace
+
+bool JobStatus::terminal() const { return is_terminal_state(state); }
+
+bool is_terminal_state(const std::string& state) {
+  static const char* const kTerminal[] = {"COMPLETED", "FAILED",        "TIMEOUT",   "CANCELLED",
+                                          "NODE_FAIL", "PREEMPTED",     "BOOT_FAIL", "DEADLINE",
+                                          "OUT_OF_MEMORY", "SPECIAL_EXIT", "REVOKED"};
+  for (const char* t : kTerminal)
+    if (state == t) return true;
+  return false;
+}
+
+bool is_controller_unreachable(const std::string& text) {
+  static const char* const kSigns[] = {"Unable to contact slurm controller",
+                                       "Socket timed out",
+                                       "Connection refused",
+                                       "Zero Bytes were transmitted",
+                                       "Communication connection failure",
+                                       "Slurm backup controller in standby mode",
+                                       "Unable to establish controller machine"};
+  for (const char* s : kSigns)
+    if (text.find(s) != std::string::npos) return true;
+  return false;
+}
+
+JobStatus parse_scontrol_job(const std::string& line) {
+  // Keys are words followed by '='; a value runs to the next " Key=" (values may hold spaces,
+  // e.g. Reason or paths, but never " Word=").
+  std::map<std::string, std::string> kv;
+  static const std::regex key(R"((?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=)");
+  std::vector<std::pair<size_t, std::smatch>> keys;
+  auto begin = std::sregex_iterator(line.begin(), line.end(), key);
+  std::vector<std::tuple<std::string, size_t, size_t>> spans;  // name, value start, match start
+  for (auto it = begin; it != std::sregex_iterator(); ++it) {
+    size_t match_start = static_cast<size_t>(it->position(0));
+    spans.emplace_back((*it)[1].str(), match_start + it->length(0), match_start);
+  }
+  for (size_t i = 0; i < spans.size(); ++i) {
+    size_t value_start = std::get<1>(spans[i]);
+    size_t value_end = i + 1 < spans.size() ? std::get<2>(spans[i + 1]) : line.size();
+    kv.emplace(std::get<0>(spans[i]), trim(line.substr(value_start, value_end - value_start)));
+  }
+  auto get = [&](const char* k) {
+    auto it = kv.find(k);
+    return it == kv.end() ? std::string() : it->second;
+  };
+  JobStatus s;
+  s.id = get("JobId");
+  std::string state = get("JobState");
+  s.state = state.empty() ? "UNKNOWN" : state;
+  s.reason = get("Reason");
+  if (s.reason == "None") s.reason.clear();
+  s.nodes = get("NodeList");
+  if (s.nodes == "(null)") s.nodes.clear();
+  s.elapsed_seconds = slurm_time_seconds(get("RunTime")).value_or(-1);
+  std::string exit = get("ExitCode");
+  if (auto colon = exit.find(':'); colon != std::string::npos) {
+    s.exit_code = std::atoi(exit.substr(0, colon).c_str());
+    s.exit_signal = std::atoi(exit.substr(colon + 1).c_str());
+  }
+  s.restarts = std::atoi(get("Restarts").c_str());
+  s.stdout_path = get("StdOut");
+  s.stderr_path = get("StdErr");
+  if (s.state == "CANCELLED") {
+    std::string end = get("EndTime");
+    if (!end.empty() && end != "Unknown") s.detail = "at " + end;
+  }
+  if (!s.terminal() && s.state != "PENDING") s.exit_code = -1;
+  return s;
+}
+
+SlurmBackend::SlurmBackend(std::unique_ptr<Host> host, std::string kind, SlurmBackendOptions options)
+    : host_(std::move(host)), kind_(std::move(kind)), options_(options) {}
+
+std::vector<std::string> SlurmBackend::find_jobs_by_tag(const std::string& tag) {
+  CommandOptions o;
+  o.timeout = options_.command_timeout;
+  auto r = host_->run({"squeue", "--noheader", "--all", "--format=%i %k"}, o);
+  std::vector<std::string> ids;
+  if (!r.ok()) return ids;
+  std::istringstream in(r.out);
+  std::string id, comment;
+  while (in >> id && std::getline(in, comment)) {
+    if (trim(comment) == "hpclaunch:" + tag) ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end(), [](const std::string& a, const std::string& b) {
+    return a.size() != b.size() ? a.size() < b.size() : a < b;
+  });
+  return ids;
+}
+
+SubmitResult SlurmBackend::submit(const SubmitRequest& request) {
+  std::string runs_root = host_->absolute(request.runs_root);
+  std::string name = run_dir_name(request.job_name);
+  std::string dir_pattern = runs_root + "/" + name + "-%j";
+  std::string tag = random_tag();
+
+  std::vector<std::string> argv = {"sbatch", "--parsable", "--hold",
+                                   "--comment=hpclaunch:" + tag};
+  // Logs go into the run directory unless the spec names an absolute path.
+  std::string output = request.output.empty() ? "%x-%j.out" : request.output;
+  if (!is_absolute(output)) argv.push_back("--output=" + dir_pattern + "/" + output);
+  if (!request.error.empty() && !is_absolute(request.error))
+    argv.push_back("--error=" + dir_pattern + "/" + request.error);
+  if (!request.workdir.empty()) argv.push_back("--chdir=" + request.workdir);
+
+  CommandOptions o;
+  o.stdin_data = request.script;
+  o.timeout = options_.command_timeout;
+  // The script puts the trainer's metrics into the run directory (for follow's status line).
+  o.env = {"HPCLAUNCH_RUN_DIR_PREFIX=" + runs_root + "/" + name + "-"};
+  if (!request.workdir.empty()) o.cwd = request.workdir;
+
+  std::string job_id;
+  bool retried = false;
+  auto delay = options_.retry_delay;
+  for (int attempt = 1;; ++attempt) {
+    CommandResult r = host_->run(argv, o);
+    if (r.ok()) {
+      job_id = trim(r.out.substr(0, r.out.find(';')));
+      retried = attempt > 1;
+      break;
+    }
+    std::string why = one_line(r.err.empty() ? r.out : r.err);
+    bool retryable = r.timed_out || is_controller_unreachable(why);
+    // A lost reply may still have submitted the job: look for our tag before trying again.
+    if (retryable) {
+      auto found = find_jobs_by_tag(tag);
+      if (!found.empty()) {
+        job_id = found.front();
+        retried = true;
+        break;
+      }
+    }
+    if (!retryable || attempt >= options_.submit_attempts) {
+      if (!r.spawn_error.empty()) {
+        throw BackendError("cannot run sbatch on " + host_->name() + ": " + r.spawn_error +
+                           "; is Slurm installed there? (use --local to run without Slurm)");
+      }
+      throw BackendError("sbatch on " + host_->name() + " failed" +
+                         (retryable ? " after " + std::to_string(attempt) + " attempts" : "") +
+                         ": " + (why.empty() ? r.summary("sbatch") : why) +
+                         (retryable ? "; check that slurmctld is up (scontrol ping)" : ""));
+    }
+    std::this_thread::sleep_for(delay);
+    delay *= 2;
+  }
+  if (job_id.empty() || !std::all_of(job_id.begin(), job_id.end(), ::isdigit)) {
+    throw BackendError("sbatch printed no job id (\"" + one_line(job_id) + "\")");
+  }
+
+  // A try that timed out may still have been carried out by a slow controller: every job
+  // carrying our tag but the one we keep is cancelled (they are held, so none has run).
+  if (retried) {
+    for (const auto& extra : find_jobs_by_tag(tag)) {
+      if (extra != job_id) host_->run({"scancel", extra}, CommandOptions{});
+    }
+  }
+
+  SubmitResult result;
+  result.job_id = job_id;
+  result.run_dir = runs_root + "/" + name + "-" + job_id;
+  result.submit_command = "sbatch";
+  for (size_t i = 1; i < argv.size(); ++i) result.submit_command += " " + argv[i];
+  result.submit_command += " < script.sbatch";
+  // The job is held: create its run directory, then let it go. Any failure cancels it, so a
+  // job is never left behind without its record.
+  try {
+    host_->make_dirs(result.run_dir);
+    host_->write_file(result.run_dir + "/script.sbatch", request.script, 0755);
+    for (const auto& [file, content] : request.files)
+      host_->write_file(result.run_dir + "/" + file, content, 0644);
+    CommandOptions ro;
+    ro.timeout = options_.command_timeout;
+    CommandResult released;
+    auto release_delay = options_.retry_delay;
+    for (int attempt = 1;; ++attempt) {
+      released = host_->run({"scontrol", "release", job_id}, ro);
+      if (released.ok() || attempt >= options_.submit_attempts ||
+          !is_controller_unreachable(released.err))
+        break;
+      std::this_thread::sleep_for(release_delay);
+      release_delay *= 2;
+    }
+    if (!released.ok()) throw BackendError("scontrol release " + job_id + ": " + one_line(released.err));
+  } catch (const BackendError& e) {
+    host_->run({"scancel", job_id}, CommandOptions{});
+    throw BackendError(std::string(e.what()) + " (job " + job_id + " was cancelled)");
+  }
+  return result;
+}
+
+std::optional<JobStatus> SlurmBackend::status_from_sacct(const std::string& job_id) {
+  if (has_sacct_ && !*has_sacct_) return std::nullopt;
+  CommandOptions o;
+  o.timeout = options_.command_timeout;
+  auto r = host_->run({"sacct", "--noheader", "--parsable2", "--allocations", "--jobs", job_id,
+                       "--format=JobID,State,ExitCode,NodeList,ElapsedRaw,Restarts,End"},
+                      o);
+  if (!r.ok()) {
+    // "accounting storage is disabled", no sacct binary: remember, never ask again.
+    if (!r.spawn_error.empty() || r.err.find("disabled") != std::string::npos) has_sacct_ = false;
+    return std::nullopt;
+  }
+  has_sacct_ = true;
+  std::istringstream in(r.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream ls(line);
+    std::string field;
+    while (std::getline(ls, field, '|')) f.push_back(field);
+    if (f.size() < 7 || f[0] != job_id) continue;
+    JobStatus s;
+    s.id = job_id;
+    std::string state = f[1];
+    // "CANCELLED by 1000": keep who did it for the user.
+    if (auto by = state.find(" by "); by != std::string::npos) {
+      s.detail = "by uid " + state.substr(by + 4) + (f[6].empty() ? "" : " at " + f[6]);
+      state = state.substr(0, by);
+    }
+    s.state = state;
+    if (auto colon = f[2].find(':'); colon != std::string::npos) {
+      s.exit_code = std::atoi(f[2].substr(0, colon).c_str());
+      s.exit_signal = std::atoi(f[2].substr(colon + 1).c_str());
+    }
+    s.nodes = f[3] == "None assigned" ? "" : f[3];
+    s.elapsed_seconds = f[4].empty() ? -1 : std::atol(f[4].c_str());
+    s.restarts = std::atoi(f[5].c_str());
+    return s;
+  }
+  return std::nullopt;
+}
+
+JobStatus SlurmBackend::status(const std::string& job_id) {
+  CommandOptions o;
+  o.timeout = options_.command_timeout;
+  auto r = host_->run({"scontrol", "show", "job", "--oneliner", job_id}, o);
+  if (r.ok()) {
+    std::istringstream in(r.out);
+    std::string line;
+    while (std::getline(in, line)) {
+      JobStatus s = parse_scontrol_job(line);
+      if (s.id == job_id) {
+        // sacct knows who cancelled a job; scontrol does not.
+        if (s.state == "CANCELLED" && has_sacct_.value_or(true)) {
+          if (auto acct = status_from_sacct(job_id); acct && !acct->detail.empty())
+            s.detail = acct->detail;
+        }
+        return s;
+      }
+    }
+  }
+  std::string why = one_line(r.err);
+  if (!r.spawn_error.empty())
+    throw BackendError("cannot run scontrol on " + host_->name() + ": " + r.spawn_error);
+  if (r.timed_out || is_controller_unreachable(why))
+    throw BackendError("cannot reach slurmctld from " + host_->name() + ": " +
+                       (why.empty() ? "scontrol timed out" : why));
+  if (why.find("Invalid job id") == std::string::npos) {
+    throw BackendError("scontrol show job " + job_id + " on " + host_->name() + " failed: " +
+                       (why.empty() ? r.summary("scontrol") : why));
+  }
+  // The controller forgot the job (older than MinJobAge): accounting may still know it.
+  if (auto s = status_from_sacct(job_id)) return *s;
+  JobStatus gone;
+  gone.id = job_id;
+  gone.found = false;
+  gone.detail = why;
+  return gone;
+}
+
+LogChunk SlurmBackend::read_log(const std::string& path, uint64_t offset, size_t max_bytes) {
+  return host_->read_file(path, offset, max_bytes);
+}
+
+void SlurmBackend::cancel(const std::string& job_id) {
+  CommandOptions o;
+  o.timeout = options_.command_timeout;
+  auto r = host_->run({"scancel", job_id}, o);
+  if (!r.ok()) throw BackendError("scancel " + job_id + " on " + host_->name() + ": " + r.summary("scancel"));
+}
+
+}  // namespace hpc

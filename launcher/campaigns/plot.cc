@@ -1,0 +1,424 @@
+#include "campaigns/plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "atomic_file.h"
+#include "error.h"
+#include "json_file.h"
+#include "render/shell.h"
+#include "subprocess.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace hpc {
+namespace {
+
+const std::vector<std::string>& csv_columns() {
+  static const std::vector<std::string> c = {
+      "preset",  "strategy", "nodes", "gpus",  "job_id", "state",     "tokens_per_s_mean",
+      "tokens_per_s_std", "tokens_per_s_per_gpu", "speedup", "efficiency", "steps_used",
+      "run_dir", "log",   "message"};
+  return c;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string number(const std::optional<double>& v, int decimals) {
+  return v ? fmt::format("{:.{}f}", *v, decimals) : "";
+}
+
+// RFC 4180 records; quoted fields may hold commas, quotes ("") and newlines.
+std::vector<std::vector<std::string>> parse_csv(const std::string& text, const std::string& origin) {
+  std::vector<std::vector<std::string>> records;
+  std::vector<std::string> record;
+  std::string field;
+  bool quoted = false, in_record = false;
+  int line = 1;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        if (c == '\n') ++line;
+        field += c;
+      }
+      continue;
+    }
+    if (c == '"') {
+      if (!field.empty()) {
+        throw UserError(origin + ":" + std::to_string(line), "a quote inside an unquoted field",
+                        "quote the whole field and double the quote (\"\")");
+      }
+      quoted = in_record = true;
+    } else if (c == ',') {
+      record.push_back(field);
+      field.clear();
+      in_record = true;
+    } else if (c == '\r') {
+      // CRLF line ends
+    } else if (c == '\n') {
+      if (in_record || !field.empty()) {
+        record.push_back(field);
+        records.push_back(record);
+      }
+      record.clear();
+      field.clear();
+      in_record = false;
+      ++line;
+    } else {
+      field += c;
+      in_record = true;
+    }
+  }
+  if (quoted) throw UserError(origin + ":" + std::to_string(line), "a quoted field is not closed", "add the closing quote");
+  if (in_record || !field.empty()) {
+    record.push_back(field);
+    records.push_back(record);
+  }
+  return records;
+}
+
+std::optional<double> parse_number(const std::string& s, const std::string& where) {
+  if (s.empty()) return std::nullopt;
+  try {
+    size_t used = 0;
+    double v = std::stod(s, &used);
+    if (used == s.size()) return v;
+  } catch (const std::exception&) {
+  }
+  throw UserError(where, "\"" + comment_text(s) + "\" is not a number", "fix or empty the field");
+}
+
+// The distinct strategies of the rows, in first-seen order.
+std::vector<std::string> strategies_of(const std::vector<ResultRow>& rows) {
+  std::vector<std::string> out;
+  for (const auto& r : rows)
+    if (std::find(out.begin(), out.end(), r.strategy) == out.end()) out.push_back(r.strategy);
+  return out;
+}
+
+std::string gnuplot_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) out += c;
+  }
+  return out + "\"";
+}
+
+// A gnuplot script that plots `column` of each strategy's data file against GPUs, to NAME.png
+// and NAME.svg; `ideal` adds the dashed ideal line (an expression in x).
+std::string plot_script(const std::string& name, const std::string& ylabel, int column,
+                        const std::vector<std::string>& strategies, const std::string& ideal,
+                        const std::string& ideal_title, const std::vector<int>& gpus,
+                        const std::string& why) {
+  std::string tics;
+  for (int g : gpus) tics += (tics.empty() ? "" : ", ") + std::to_string(g);
+  int max_gpus = gpus.empty() ? 1 : gpus.back();
+  std::string s;
+  s += "# " + why + "\n";
+  s += "# Written by hpclaunch; re-render with `gnuplot " + name + ".gp` in this directory, or\n";
+  s += "# `hpclaunch report SWEEP_DIR` after editing results.csv.\n";
+  s += "# Data: scaling-STRATEGY.dat (columns: gpus speedup efficiency tokens_per_s tokens_per_s_std).\n";
+  s += "set xlabel \"GPUs\"\nset ylabel " + gnuplot_string(ylabel) + "\n";
+  s += "set key top left\nset grid\n";
+  s += "set xtics (" + tics + ")\n";
+  s += fmt::format("set xrange [0.5:{}]\n", max_gpus + 0.5);
+  if (column == 3) s += "set yrange [0:*]\n";
+  s += "set offsets 0, 0, graph 0.1, 0\n";
+  std::string plot = "plot ";
+  if (!ideal.empty()) plot += ideal + " with lines dashtype 2 linecolor rgb \"gray40\" title " + gnuplot_string(ideal_title);
+  for (const auto& st : strategies) {
+    if (plot != "plot ") plot += ", \\\n     ";
+    plot += fmt::format("{} using 1:{} with linespoints pointtype 7 linewidth 2 title {}",
+                        gnuplot_string("scaling-" + st + ".dat"), column, gnuplot_string(st));
+  }
+  s += "set terminal pngcairo size 800,560 enhanced font \"sans,11\"\n";
+  s += "set output " + gnuplot_string(name + ".png") + "\n" + plot + "\n";
+  s += "set terminal svg size 800,560 dynamic enhanced font \"sans,11\"\n";
+  s += "set output " + gnuplot_string(name + ".svg") + "\nreplot\nunset output\n";
+  return s;
+}
+
+}  // namespace
+
+std::optional<double> ResultRow::tokens_per_s_per_gpu() const {
+  if (!tokens_per_s || gpus <= 0) return std::nullopt;
+  return *tokens_per_s / gpus;
+}
+
+std::vector<double> tokens_per_s_from_metrics(const std::string& jsonl) {
+  std::map<long, double> by_step;
+  size_t start = 0;
+  int line = 0;
+  while (start < jsonl.size()) {
+    size_t end = jsonl.find('\n', start);
+    if (end == std::string::npos) end = jsonl.size();
+    std::string text = jsonl.substr(start, end - start);
+    start = end + 1;
+    ++line;
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    json j = json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      // A last line cut short by a job that was killed mid-write is not an error.
+      if (start >= jsonl.size()) break;
+      throw std::runtime_error("line " + std::to_string(line) + " is not a JSON object");
+    }
+    if (!j.contains("tokens_per_s") || !j["tokens_per_s"].is_number()) continue;
+    long step = j.contains("step") && j["step"].is_number_integer() ? j["step"].get<long>()
+                                                                      : static_cast<long>(by_step.size());
+    by_step[step] = j["tokens_per_s"].get<double>();
+  }
+  std::vector<double> out;
+  for (const auto& [step, v] : by_step) out.push_back(v);
+  return out;
+}
+
+std::optional<Throughput> steady_state(const std::vector<double>& v, int warmup) {
+  if (v.empty()) return std::nullopt;
+  int n = static_cast<int>(v.size());
+  int skip = warmup >= 0 ? warmup : std::max(3, static_cast<int>(std::ceil(0.2 * n)));
+  skip = std::min(skip, n - 1);
+  Throughput t;
+  t.steps_total = n;
+  t.warmup = skip;
+  t.steps_used = n - skip;
+  double sum = 0;
+  for (int i = skip; i < n; ++i) sum += v[i];
+  t.mean = sum / t.steps_used;
+  if (t.steps_used > 1) {
+    double sq = 0;
+    for (int i = skip; i < n; ++i) sq += (v[i] - t.mean) * (v[i] - t.mean);
+    t.std = std::sqrt(sq / (t.steps_used - 1));
+  }
+  return t;
+}
+
+void compute_scaling(std::vector<ResultRow>& rows) {
+  std::map<std::string, const ResultRow*> base;
+  for (const auto& r : rows) {
+    if (!r.tokens_per_s || *r.tokens_per_s <= 0 || r.gpus <= 0) continue;
+    auto it = base.find(r.strategy);
+    if (it == base.end() || r.gpus < it->second->gpus) base[r.strategy] = &r;
+  }
+  std::map<std::string, std::pair<double, int>> values;  // copy: rows is modified below
+  for (const auto& [st, r] : base) values[st] = {*r->tokens_per_s, r->gpus};
+  for (auto& r : rows) {
+    r.speedup.reset();
+    r.efficiency.reset();
+    auto it = values.find(r.strategy);
+    if (!r.tokens_per_s || r.gpus <= 0 || it == values.end()) continue;
+    auto [tps, gpus] = it->second;
+    r.speedup = *r.tokens_per_s / tps;
+    r.efficiency = *r.speedup / (static_cast<double>(r.gpus) / gpus);
+  }
+}
+
+std::string results_csv(const std::vector<ResultRow>& rows) {
+  std::string out;
+  for (const auto& c : csv_columns()) out += (out.empty() ? "" : ",") + c;
+  out += "\n";
+  for (const auto& r : rows) {
+    std::vector<std::string> f = {r.preset,
+                                  r.strategy,
+                                  std::to_string(r.nodes),
+                                  std::to_string(r.gpus),
+                                  r.job_id,
+                                  r.state,
+                                  number(r.tokens_per_s, 2),
+                                  number(r.tokens_per_s_std, 2),
+                                  number(r.tokens_per_s_per_gpu(), 2),
+                                  number(r.speedup, 4),
+                                  number(r.efficiency, 4),
+                                  std::to_string(r.steps_used),
+                                  r.run_dir,
+                                  r.log,
+                                  r.message};
+    std::string line;
+    for (size_t i = 0; i < f.size(); ++i) line += (i ? "," : "") + csv_field(f[i]);
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::vector<ResultRow> parse_results_csv(const std::string& text, const std::string& origin) {
+  auto records = parse_csv(text, origin);
+  if (records.empty()) throw UserError(origin, "empty file", "it needs a header line and one row per point");
+  std::map<std::string, size_t> col;
+  for (size_t i = 0; i < records[0].size(); ++i) col[records[0][i]] = i;
+  for (const char* needed : {"preset", "strategy", "gpus", "state", "tokens_per_s_mean"}) {
+    if (!col.count(needed)) {
+      throw UserError(origin + ":1", std::string("no column \"") + needed + "\" in the header",
+                      "the header of a results.csv that hpclaunch sweep wrote names every column");
+    }
+  }
+  std::vector<ResultRow> rows;
+  for (size_t n = 1; n < records.size(); ++n) {
+    const auto& rec = records[n];
+    std::string where = origin + ": row " + std::to_string(n);
+    auto get = [&](const std::string& name) -> std::string {
+      auto it = col.find(name);
+      return it != col.end() && it->second < rec.size() ? rec[it->second] : "";
+    };
+    ResultRow r;
+    r.preset = get("preset");
+    r.strategy = get("strategy");
+    auto integer = [&](const std::string& name) {
+      auto v = parse_number(get(name), where + " " + name);
+      return v ? static_cast<int>(*v) : 0;
+    };
+    r.nodes = integer("nodes");
+    r.gpus = integer("gpus");
+    r.job_id = get("job_id");
+    r.state = get("state");
+    r.tokens_per_s = parse_number(get("tokens_per_s_mean"), where + " tokens_per_s_mean");
+    r.tokens_per_s_std = parse_number(get("tokens_per_s_std"), where + " tokens_per_s_std");
+    r.speedup = parse_number(get("speedup"), where + " speedup");
+    r.efficiency = parse_number(get("efficiency"), where + " efficiency");
+    r.steps_used = integer("steps_used");
+    r.run_dir = get("run_dir");
+    r.log = get("log");
+    r.message = get("message");
+    if (r.strategy.empty() || r.gpus <= 0) {
+      throw UserError(where, "needs a strategy and a positive gpus count", "fix the row or remove it");
+    }
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+ReportOutcome write_report(const fs::path& dir, const std::vector<ResultRow>& rows,
+                           const std::string& title) {
+  ReportOutcome outcome;
+  // summary.md
+  std::string md = "# " + title + "\n\n";
+  md += "Steady-state training throughput per point (warm-up steps excluded; mean ± sample\n"
+        "standard deviation over the remaining steps). Speedup is against the measured point with\n"
+        "the fewest GPUs of the same strategy; efficiency = speedup / (GPUs / its GPUs).\n\n";
+  md += "| preset | strategy | nodes | GPUs | state | tokens/s | ± std | tokens/s per GPU | speedup | efficiency | job |\n";
+  md += "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---|\n";
+  auto cell = [](const std::optional<double>& v, int d) { return v ? fmt::format("{:.{}f}", *v, d) : std::string("–"); };
+  auto md_text = [](const std::string& s) {
+    std::string out;
+    for (char c : comment_text(s)) out += c == '|' ? std::string("\\|") : std::string(1, c);
+    return out;
+  };
+  for (const auto& r : rows) {
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", md_text(r.preset),
+                      md_text(r.strategy), r.nodes, r.gpus, md_text(r.state), cell(r.tokens_per_s, 1),
+                      cell(r.tokens_per_s_std, 1), cell(r.tokens_per_s_per_gpu(), 1),
+                      r.speedup ? fmt::format("{:.2f}x", *r.speedup) : "–",
+                      r.efficiency ? fmt::format("{:.0f}%", *r.efficiency * 100) : "–",
+                      r.job_id.empty() ? "–" : md_text(r.job_id));
+  }
+  std::string problems;
+  for (const auto& r : rows) {
+    if (r.tokens_per_s) continue;
+    problems += "- " + md_text(r.preset) + " / " + md_text(r.strategy) + ": " + md_text(r.state);
+    if (!r.message.empty()) problems += " — " + md_text(r.message);
+    if (!r.log.empty()) problems += " (log: `" + md_text(r.log) + "`)";
+    problems += "\n";
+  }
+  if (!problems.empty()) md += "\n## Points without a measurement\n\n" + problems;
+
+  std::vector<ResultRow> measured;
+  for (const auto& r : rows)
+    if (r.tokens_per_s && r.speedup) measured.push_back(r);
+  fs::path plots = dir / "plots";
+  if (!measured.empty()) {
+    md += "\n## Plots\n\n![speedup vs GPUs](plots/speedup.png)\n\n![efficiency vs GPUs](plots/efficiency.png)\n\n"
+          "SVG versions, the gnuplot scripts (`*.gp`) and their data (`scaling-*.dat`) are in `plots/`.\n";
+  }
+  write_file_atomically(dir / "summary.md", md);
+  outcome.written.push_back((dir / "summary.md").string());
+  if (measured.empty()) {
+    outcome.problems.push_back("no point has a measurement; no plots were made");
+    return outcome;
+  }
+
+  std::error_code ec;
+  fs::create_directories(plots, ec);
+  if (ec) throw UserError(plots.string(), "cannot create the directory: " + ec.message(), "check the permissions");
+  std::vector<std::string> strategies = strategies_of(measured);
+  std::set<int> gpu_set;
+  for (const auto& r : measured) gpu_set.insert(r.gpus);
+  std::vector<int> gpus(gpu_set.begin(), gpu_set.end());
+  for (const auto& st : strategies) {
+    std::vector<ResultRow> series;
+    for (const auto& r : measured)
+      if (r.strategy == st) series.push_back(r);
+    std::stable_sort(series.begin(), series.end(), [](const ResultRow& a, const ResultRow& b) { return a.gpus < b.gpus; });
+    std::string dat = "# " + st + ": gpus speedup efficiency tokens_per_s tokens_per_s_std preset\n";
+    for (const auto& r : series) {
+      dat += fmt::format("{} {:.6f} {:.6f} {:.3f} {:.3f} {}\n", r.gpus, *r.speedup, *r.efficiency,
+                         *r.tokens_per_s, r.tokens_per_s_std.value_or(0.0), r.preset);
+    }
+    fs::path file = plots / ("scaling-" + st + ".dat");
+    write_file_atomically(file, dat);
+    outcome.written.push_back(file.string());
+  }
+  // The ideal line starts from the smallest GPU count measured (the usual baseline).
+  int base = gpus.front();
+  std::string speedup = plot_script(
+      "speedup", fmt::format("speedup vs {} GPU{}", base, base == 1 ? "" : "s"), 2, strategies,
+      fmt::format("x / {}.0", base), "ideal", gpus,
+      "Speedup vs GPUs, one series per strategy; the dashed line is ideal (linear) scaling.");
+  std::string efficiency = plot_script(
+      "efficiency", "parallel efficiency", 3, strategies, "1", "ideal", gpus,
+      "Parallel efficiency (speedup / GPU ratio) vs GPUs, one series per strategy.");
+  for (const auto& [name, text] : {std::pair<std::string, std::string>{"speedup", speedup}, {"efficiency", efficiency}}) {
+    fs::path gp = plots / (name + ".gp");
+    write_file_atomically(gp, text);
+    outcome.written.push_back(gp.string());
+    if (!program_on_path("gnuplot")) {
+      outcome.problems.push_back("gnuplot is not installed: " + gp.string() +
+                                 " was written but not rendered (Debian: apt install gnuplot-nox)");
+      continue;
+    }
+    CommandOptions o;
+    o.cwd = plots.string();
+    o.timeout = std::chrono::seconds(60);
+    CommandResult res = run_command({"gnuplot", name + ".gp"}, o);
+    if (!res.ok()) {
+      outcome.problems.push_back(gp.string() + ": " + res.summary("gnuplot"));
+      continue;
+    }
+    outcome.written.push_back((plots / (name + ".png")).string());
+    outcome.written.push_back((plots / (name + ".svg")).string());
+  }
+  return outcome;
+}
+
+int report_sweep_dir(const fs::path& dir) {
+  fs::path csv = dir / "results.csv";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw UserError(dir.string(), "no such sweep directory", "pass the --out directory of hpclaunch sweep");
+  if (!fs::is_regular_file(csv, ec)) throw UserError(csv.string(), "no results.csv here", "run hpclaunch sweep --out " + dir.string() + " first");
+  auto rows = parse_results_csv(read_text_file(csv, "results file"), csv.string());
+  compute_scaling(rows);
+  write_file_atomically(csv, results_csv(rows));
+  ReportOutcome out = write_report(dir, rows, "Scaling sweep " + dir.filename().string());
+  for (const auto& f : out.written) std::cerr << "hpclaunch: wrote " << f << "\n";
+  for (const auto& p : out.problems) std::cerr << "hpclaunch: " << comment_text(p) << "\n";
+  return out.problems.empty() ? 0 : 1;
+}
+
+}  // namespace hpc

@@ -1,0 +1,469 @@
+#include "campaigns/sweep.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <ctime>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "atomic_file.h"
+#include "campaigns/pool.h"
+#include "spec/catalog.h"
+#include "error.h"
+#include "follow/follow.h"
+#include "backends/host.h"
+#include "json_file.h"
+#include "campaigns/plot.h"
+#include "render/render.h"
+#include "render/shell.h"
+#include "spec/spec.h"
+#include "spec/suggest.h"
+#include "cli/version.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace hpc {
+namespace {
+
+// One point and its job, as kept in sweep.json.
+struct Point {
+  std::string preset, strategy;
+  int nodes = 0, gpus = 0;
+  PoolJob job;
+  std::optional<Throughput> throughput;
+
+  std::string key() const { return preset + "/" + strategy; }
+};
+
+json point_json(const Point& p) {
+  const PoolJob& j = p.job;
+  return {{"preset", p.preset}, {"strategy", p.strategy}, {"nodes", p.nodes},     {"gpus", p.gpus},
+          {"job_id", j.job_id}, {"run_dir", j.run_dir},   {"log", j.log},         {"state", j.state},
+          {"message", j.message}, {"spec_hash", j.spec_hash}};
+}
+
+std::string str_at(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+long long_option(const std::vector<std::string>& args, const std::string& flag) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == flag && i + 1 < args.size()) return std::atol(args[i + 1].c_str());
+    if (args[i].rfind(flag + "=", 0) == 0) return std::atol(args[i].c_str() + flag.size() + 1);
+  }
+  return 0;
+}
+
+std::vector<std::string> without_option(const std::vector<std::string>& args, const std::string& flag) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == flag) {
+      ++i;  // and its value
+      continue;
+    }
+    if (args[i].rfind(flag + "=", 0) == 0) continue;
+    out.push_back(args[i]);
+  }
+  return out;
+}
+
+void validate(const SweepConfig& c) {
+  if (c.presets.empty()) {
+    throw UserError("--presets", "no presets to sweep", "pass --presets 1n1g,1n2g,... or \"presets\" in the sweep file");
+  }
+  if (c.strategies.empty()) {
+    throw UserError("--strategy", "no strategies to sweep", "pass --strategy ddp[,fsdp] or \"strategies\" in the sweep file");
+  }
+  std::set<std::string> seen;
+  for (const auto& p : c.presets) {
+    if (p.empty()) throw UserError("--presets", "an empty name in the list", "separate names with single commas: 1n1g,1n2g");
+    if (!seen.insert(p).second) throw UserError("--presets", "\"" + comment_text(p) + "\" is listed twice", "list each preset once");
+  }
+  seen.clear();
+  for (const auto& s : c.strategies) {
+    if (std::find(known_strategies().begin(), known_strategies().end(), s) == known_strategies().end()) {
+      throw UserError("--strategy", "unknown strategy \"" + comment_text(s) + "\"", suggest_fix(s, known_strategies(), "strategies"));
+    }
+    if (!seen.insert(s).second) throw UserError("--strategy", "\"" + s + "\" is listed twice", "list each strategy once");
+  }
+  if (c.scaling != "strong" && c.scaling != "weak") {
+    throw UserError("--scaling", "unknown scaling \"" + comment_text(c.scaling) + "\"", "use strong (global batch fixed) or weak (per-GPU batch fixed)");
+  }
+  if (c.max_concurrent < 1) throw UserError("--max-concurrent", "must be at least 1", "pass --max-concurrent 1 to run the points one by one");
+  if (c.steps < 0) throw UserError("--steps", "must not be negative", "pass the number of training steps per point");
+  if (c.start_timeout_s < 1) throw UserError("--start-timeout", "must be at least 1 second", "pass how long a point may wait to start");
+}
+
+
+// The live table: redrawn in place on a terminal, a line per change otherwise.
+class SweepTable {
+ public:
+  explicit SweepTable(std::ostream& err) : err_(err), tty_(isatty(STDERR_FILENO)) {}
+
+  void show(const std::vector<Point>& points) {
+    if (!tty_) {
+      for (const auto& p : points) {
+        std::string line = describe(p);
+        if (last_[p.key()] == line) continue;
+        last_[p.key()] = line;
+        err_ << now_hms() << " sweep: " << line << "\n";
+      }
+      err_.flush();
+      return;
+    }
+    if (drawn_ > 0) err_ << "\033[" << drawn_ << "A";
+    err_ << "\r\033[K" << fmt::format("{:<8} {:<8} {:>4}  {:<14} {:<10} {:>9} {:>12}", "PRESET", "STRATEGY", "GPUS", "STATE", "JOB", "ELAPSED", "TOKENS/S") << "\n";
+    for (const auto& p : points) {
+      err_ << "\r\033[K"
+           << fmt::format("{:<8} {:<8} {:>4}  {:<14} {:<10} {:>9} {:>12}", p.preset, p.strategy, p.gpus, p.job.state,
+                          p.job.job_id.empty() ? "-" : p.job.job_id, p.job.elapsed < 0 ? "-" : format_duration(p.job.elapsed),
+                          p.throughput ? fmt::format("{:.1f}", p.throughput->mean) : "-")
+           << "\n";
+    }
+    drawn_ = static_cast<int>(points.size()) + 1;
+    err_.flush();
+  }
+
+ private:
+  static std::string describe(const Point& p) {
+    std::string s = p.key() + " (" + std::to_string(p.gpus) + (p.gpus == 1 ? " GPU): " : " GPUs): ") + p.job.state;
+    if (!p.job.job_id.empty()) s += ", job " + p.job.job_id;
+    if (p.throughput) s += fmt::format(", {:.1f} tokens/s", p.throughput->mean);
+    if (!p.job.message.empty()) s += " - " + comment_text(p.job.message);
+    return s;
+  }
+  std::ostream& err_;
+  bool tty_;
+  int drawn_ = 0;
+  std::map<std::string, std::string> last_;
+};
+
+void measure(Backend& backend, Point& p, int warmup) {
+  p.throughput.reset();
+  std::string path = p.job.run_dir + "/metrics.jsonl";
+  std::optional<std::string> text;
+  try {
+    text = read_backend_file(backend, path);
+  } catch (const std::exception& e) {
+    p.job.message = "metrics unreadable: " + path + ": " + first_line(e.what());
+    return;
+  }
+  if (!text) {
+    p.job.message = "no metrics file " + path + " (did the trainer run? see the log)";
+    return;
+  }
+  try {
+    p.throughput = steady_state(tokens_per_s_from_metrics(*text), warmup);
+  } catch (const std::exception& e) {
+    p.job.message = "metrics unreadable: " + path + ": " + e.what();
+    return;
+  }
+  if (!p.throughput) {
+    p.job.message = "no training steps in " + path;
+    return;
+  }
+  p.job.message.clear();
+}
+
+ResultRow row_of(const Point& p) {
+  ResultRow r;
+  r.preset = p.preset;
+  r.strategy = p.strategy;
+  r.nodes = p.nodes;
+  r.gpus = p.gpus;
+  r.job_id = p.job.job_id;
+  r.state = p.job.state;
+  if (p.throughput) {
+    r.tokens_per_s = p.throughput->mean;
+    r.tokens_per_s_std = p.throughput->std;
+    r.steps_used = p.throughput->steps_used;
+  }
+  r.run_dir = p.job.run_dir;
+  r.log = p.job.log;
+  r.message = p.job.message;
+  return r;
+}
+
+}  // namespace
+
+std::vector<std::string> split_comma_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    out.push_back(item);
+  }
+  return out;
+}
+
+SweepConfig read_sweep_file(const fs::path& path, SweepConfig c) {
+  json j = read_json_file(path);
+  std::string file = path.string();
+  if (!j.is_object()) throw UserError(file, "expected a JSON object", "see examples/sweeps/ and docs/sweeps.md");
+  static const std::vector<std::string> keys = {"presets", "strategies", "scaling", "steps",
+      "cluster", "max_concurrent", "warmup_steps", "start_timeout", "out", "set", "trainer_args",
+      "project", "template"};
+  auto strings = [&](const std::string& key, const json& v) {
+    if (v.is_string()) return split_comma_list(v.get<std::string>());
+    if (!v.is_array()) throw UserError(file + ": " + key, "expected a list of strings", "write [\"a\", \"b\"]");
+    std::vector<std::string> out;
+    for (const auto& e : v) {
+      if (!e.is_string()) throw UserError(file + ": " + key, "expected a list of strings, found " + e.dump(), "quote every item");
+      out.push_back(e.get<std::string>());
+    }
+    return out;
+  };
+  auto string = [&](const std::string& key, const json& v) {
+    if (!v.is_string()) throw UserError(file + ": " + key, "expected a string, found " + v.dump(), "quote the value");
+    return v.get<std::string>();
+  };
+  auto integer = [&](const std::string& key, const json& v) {
+    if (!v.is_number_integer()) throw UserError(file + ": " + key, "expected an integer, found " + v.dump(), "write a whole number");
+    return v.get<long>();
+  };
+  for (const auto& [key, v] : j.items()) {
+    if (key == "presets") c.presets = strings(key, v);
+    else if (key == "strategies") c.strategies = strings(key, v);
+    else if (key == "scaling") c.scaling = string(key, v);
+    else if (key == "steps") c.steps = integer(key, v);
+    else if (key == "cluster") c.cluster = string(key, v);
+    else if (key == "max_concurrent") c.max_concurrent = static_cast<int>(integer(key, v));
+    else if (key == "warmup_steps") c.warmup_steps = static_cast<int>(integer(key, v));
+    else if (key == "start_timeout") c.start_timeout_s = integer(key, v);
+    else if (key == "out") c.out_dir = string(key, v);
+    else if (key == "set") c.sets = strings(key, v);
+    else if (key == "trainer_args") {
+      if (!v.is_array()) throw UserError(file + ": " + key, "expected a list of strings", "write [\"--model\", \"tiny\"]");
+      c.trainer_args = strings(key, v);
+    }
+    else if (key == "project") c.project = string(key, v);
+    else if (key == "template") c.template_file = string(key, v);
+    else throw UserError(file + ": " + key, "unknown key", suggest_fix(key, keys, "keys"));
+  }
+  return c;
+}
+
+std::vector<std::string> point_trainer_args(const std::vector<std::string>& args,
+                                            const std::string& scaling, long steps, int world,
+                                            int smallest_world, int largest_world) {
+  std::vector<std::string> out = args;
+  if (steps > 0) {
+    out = without_option(out, "--max-steps");
+    out.push_back("--max-steps");
+    out.push_back(std::to_string(steps));
+  }
+  long given = long_option(args, "--total-batch-tokens");
+  long per_step = long_option(args, "--micro-batch") * long_option(args, "--seq-len");
+  long total = 0;
+  if (scaling == "strong") {
+    total = given > 0 ? given : per_step * largest_world;  // 0: the trainer's default, fixed anyway
+  } else {
+    long base = given > 0 ? given : per_step > 0 ? per_step * smallest_world : 524288;
+    total = base * world / std::max(1, smallest_world);
+  }
+  if (total > 0) {
+    out = without_option(out, "--total-batch-tokens");
+    out.push_back("--total-batch-tokens");
+    out.push_back(std::to_string(total));
+  }
+  return out;
+}
+
+int run_sweep(const SweepConfig& config, const BackendChoice& choice,
+              const std::vector<std::string>& command, Backend* given_backend) {
+  validate(config);
+  Catalog catalog = Catalog::from_environment();
+  std::vector<std::string> shapes = catalog.names(PresetKind::Shape);
+  for (const auto& p : config.presets) {
+    if (!catalog.has(PresetKind::Shape, p)) {
+      throw UserError("--presets", "unknown preset \"" + comment_text(p) + "\"", suggest_fix(p, shapes, "presets"));
+    }
+  }
+  // Resolve and render every point first: a bad one stops the sweep before anything is submitted.
+  std::map<std::string, Shape> shape_of;
+  int smallest = 0, largest = 0;
+  for (const auto& p : config.presets) {
+    SpecRequest r;
+    r.preset = p;
+    if (!config.cluster.empty()) r.cluster = config.cluster;
+    r.strategy = config.strategies.front();
+    r.sets = config.sets;
+    if (!config.project.empty()) r.project_file = fs::path(config.project);
+    r.read_project_file = !config.no_project;
+    Spec s = resolve_spec(catalog, r);
+    check_backend_fits(given_backend ? given_backend->kind() : choice.kind, s, "--presets");
+    shape_of[p] = s.shape;
+    int w = s.world_size();
+    smallest = smallest == 0 ? w : std::min(smallest, w);
+    largest = std::max(largest, w);
+  }
+  std::string out_dir = config.out_dir;
+  if (out_dir.empty()) {
+    out_dir = "sweeps/" + join(config.presets, "_") + "-" + join(config.strategies, "_") + "-" + config.scaling;
+  }
+  std::string sweep_name = run_dir_name(fs::path(out_dir).lexically_normal().filename().string());
+  if (sweep_name.empty() || sweep_name == "." ) sweep_name = "sweep";
+  fs::path tmpl = config.template_file.empty() ? catalog.default_template() : fs::path(config.template_file);
+  ScriptTemplate script_template = ScriptTemplate::from_file(tmpl);
+
+  std::vector<Point> points;
+  for (const auto& strategy : config.strategies) {
+    for (const auto& preset : config.presets) {
+      Point p;
+      p.preset = preset;
+      p.strategy = strategy;
+      SpecRequest r;
+      r.preset = preset;
+      r.strategy = strategy;
+      if (!config.cluster.empty()) r.cluster = config.cluster;
+      r.sets = {"job.name=" + sweep_name + "-" + preset + "-" + strategy};
+      r.sets.insert(r.sets.end(), config.sets.begin(), config.sets.end());
+      if (!config.project.empty()) r.project_file = fs::path(config.project);
+      r.read_project_file = !config.no_project;
+      int world = shape_of[preset].nodes * shape_of[preset].gpus_per_node;
+      r.trainer_args = point_trainer_args(config.trainer_args, config.scaling, config.steps, world, smallest, largest);
+      p.job.key = p.key();
+      p.job.spec = resolve_spec(catalog, r);
+      p.nodes = p.job.spec.shape.nodes;
+      p.gpus = p.job.spec.world_size();
+      p.job.script = script_template.render(p.job.spec, RenderContext{kVersion, command});
+      points.push_back(std::move(p));
+    }
+  }
+
+  // The sweep directory and its state: points already finished are kept, not resubmitted.
+  fs::path dir = out_dir;
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
+    throw UserError(out_dir, "is not a directory", "choose another --out");
+  }
+  fs::path state_file = dir / "sweep.json";
+  std::map<std::string, json> previous;
+  if (fs::exists(state_file, ec)) {
+    json s = read_json_file(state_file);
+    if (!s.is_object() || !s.contains("points") || !s["points"].is_array()) {
+      throw UserError(state_file.string(), "not a sweep state file (no \"points\" list)",
+                      "choose another --out, or remove the file to start the sweep afresh");
+    }
+    for (const auto& e : s["points"]) {
+      if (e.is_object()) previous[str_at(e, "preset") + "/" + str_at(e, "strategy")] = e;
+    }
+  }
+  std::unique_ptr<Backend> made;
+  if (!given_backend) made = make_backend(choice);  // fails (unreachable host, no sbatch) before any write
+  Backend* backend = given_backend ? given_backend : made.get();
+  fs::create_directories(dir, ec);
+  if (ec) throw UserError(out_dir, "cannot create the sweep directory: " + ec.message(), "check the path and permissions");
+
+  int kept = 0, adopted = 0;
+  for (auto& p : points) {
+    auto it = previous.find(p.key());
+    if (it == previous.end()) continue;
+    const json& e = it->second;
+    std::string hash = str_at(e, "spec_hash"), state = str_at(e, "state"), job = str_at(e, "job_id");
+    if (job.empty() || hash != p.job.spec.hash()) {
+      if (!job.empty()) {
+        std::cerr << "hpclaunch: sweep: " << p.key() << ": the spec changed since job " << job
+                  << "; submitting it again\n";
+      }
+      continue;
+    }
+    bool finished = state == "COMPLETED";
+    bool in_flight = !is_terminal_state(state) && state != "START_TIMEOUT" && state != "HUNG" && state != "NOT_SUBMITTED";
+    if (!finished && !in_flight) continue;  // failed before: try again
+    p.job.job_id = job;
+    p.job.run_dir = str_at(e, "run_dir");
+    p.job.log = str_at(e, "log");
+    p.job.state = state;
+    p.job.spec_hash = hash;
+    p.job.message = str_at(e, "message");
+    p.job.waiting_since = p.job.running_since = PoolClock::now();
+    p.job.started = state != "PENDING";
+    if (finished) ++kept; else ++adopted;
+  }
+
+  auto save_state = [&]() {
+    json s = {{"version", 1}, {"hpclaunch_version", kVersion}, {"scaling", config.scaling},
+              {"presets", config.presets}, {"strategies", config.strategies}, {"command", command},
+              {"updated_at", utc_now_iso8601()}, {"points", json::array()}};
+    for (const auto& p : points) s["points"].push_back(point_json(p));
+    write_file_atomically(state_file, s.dump(2) + "\n");
+  };
+  auto save_results = [&]() {
+    std::vector<ResultRow> rows;
+    for (const auto& p : points) rows.push_back(row_of(p));
+    compute_scaling(rows);
+    write_file_atomically(dir / "results.csv", results_csv(rows));
+    return rows;
+  };
+
+  int warmup = config.warmup_steps;
+  for (auto& p : points)
+    if (p.job.state == "COMPLETED") measure(*backend, p, warmup);
+  save_state();
+  std::cerr << fmt::format("hpclaunch: sweep {}: {} point{} ({} scaling) via {}; {} finished before, {} still running, {} to submit; at most {} at once\n",
+                           dir.string(), points.size(), points.size() == 1 ? "" : "s", config.scaling, backend->kind(), kept, adopted,
+                           points.size() - kept - adopted, config.max_concurrent);
+
+  SweepTable table(std::cerr);
+  std::vector<PoolJob*> jobs;
+  for (auto& p : points) jobs.push_back(&p.job);
+  PoolLimits limits;
+  limits.max_concurrent = config.max_concurrent;
+  limits.start_timeout_s = config.start_timeout_s;
+  limits.poll_interval_s = config.poll_interval_s;
+  limits.requeue_settle_s = config.requeue_settle_s;
+  PoolHooks hooks;
+  hooks.completed = [&](PoolJob& j) {
+    for (auto& p : points)
+      if (&p.job == &j) measure(*backend, p, warmup);
+  };
+  hooks.changed = [&]() {
+    save_state();
+    save_results();
+  };
+  hooks.show = [&]() { table.show(points); };
+  bool interrupted = !run_job_pool(*backend, choice, jobs, limits, command, hooks);
+
+  save_state();
+  std::vector<ResultRow> rows = save_results();
+  ReportOutcome report = write_report(dir, rows, "Scaling sweep " + sweep_name + " (" + config.scaling + " scaling)");
+  std::cerr << "hpclaunch: sweep results in " << (dir / "results.csv").string() << ", "
+            << (dir / "summary.md").string() << ", " << (dir / "plots").string() << "/\n";
+  for (const auto& problem : report.problems) std::cerr << "hpclaunch: " << comment_text(problem) << "\n";
+  int failed = 0;
+  for (const auto& r : rows) {
+    if (r.tokens_per_s) continue;
+    ++failed;
+    if (interrupted && r.state != "COMPLETED") continue;
+    std::cerr << "hpclaunch: sweep point " << r.preset << "/" << r.strategy << ": " << r.state
+              << (r.message.empty() ? "" : " - " + comment_text(r.message))
+              << (r.log.empty() ? "" : " (log " + r.log + ")") << "\n";
+  }
+  if (interrupted) {
+    std::cerr << "hpclaunch: sweep interrupted; submitted jobs go on. Run the same command again to pick them up.\n";
+    return follow_exit::kDetached;
+  }
+  return failed > 0 || !report.problems.empty() ? 1 : 0;
+}
+
+}  // namespace hpc

@@ -1,0 +1,155 @@
+// The hpclaunch command line: one table of verbs (kVerbs, as ninja's kTools), each a handler in
+// cli/*_verbs.cc; here the parse, the dispatch, and the one-line error for every failure.
+#include "cli/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <iostream>
+
+#include "backends/backend.h"
+#include "cli/verbs.h"
+#include "cli/version.h"
+#include "error.h"
+#include "render/shell.h"
+#include "spec/suggest.h"
+
+namespace hpc {
+namespace {
+
+constexpr const char* kExamples = R"(Examples:
+  hpclaunch presets list
+  hpclaunch clusters show jsc
+  hpclaunch render --preset 2n4g --strategy fsdp --cluster jsc --set profile.account=myproj -o job.sbatch
+  hpclaunch render --preset 1n2g --strategy ddp -- --model tiny --max-steps 5
+  hpclaunch validate --preset 2n4g --cluster daic
+  hpclaunch run --preset 2n4g --strategy fsdp --cluster jsc --set profile.account=myproj
+  hpclaunch run --preset 1n2g --local -- --model tiny --max-steps 20
+  hpclaunch status 12345; hpclaunch logs -f 12345 --rank 0; hpclaunch cancel 12345; hpclaunch list
+  hpclaunch hostlist expand 'node[01-03],gpu-a[1-2]'
+  hpclaunch doctor --cluster jsc
+  hpclaunch sweep --presets 1n1g,1n2g,2n2g --strategy ddp,fsdp --scaling strong -- --model tiny
+  hpclaunch report sweeps/1n1g_1n2g_2n2g-ddp_fsdp-strong
+  hpclaunch tune --cluster jsc --preset 2n4g --grid grid.json; hpclaunch clusters diff jsc jsc-tuned
+Docs: docs/quickstart.md, docs/presets.md, docs/clusters.md)";
+
+struct Verb {
+  const char* name;
+  const char* help;
+  bool takes_trainer_args;  // arguments after -- go to hpctrain
+  DefineVerb define;
+};
+
+// In the order --help lists them.
+const Verb kVerbs[] = {
+    {"presets", "list or show shape presets (nodes x GPUs)", false, define_presets},
+    {"clusters", "list or show cluster profiles", false, define_clusters},
+    {"render", "print or write the batch script; arguments after -- go to hpctrain", true,
+     define_render},
+    {"validate", "check the merged spec and the rendered script (bash -n, shellcheck)", false,
+     define_validate},
+    {"run", "render, submit and follow a job until it ends; arguments after -- go to hpctrain",
+     true, define_run},
+    {"submit", "render and submit; prints the job id", true, define_submit},
+    {"status", "state, reason, nodes, elapsed, exit code, requeues", false, define_status},
+    {"logs", "print a job's output; -f follows it until it ends", false, define_logs},
+    {"cancel", "cancel a job", false, define_cancel},
+    {"list", "past runs under ./runs", false, define_list},
+    {"hostlist", "expand or compress Slurm host lists", false, define_hostlist},
+    {"sweep",
+     "submit one job per preset x strategy, measure tokens/s, write speedup plots; "
+     "arguments after -- go to hpctrain",
+     true, define_sweep},
+    {"doctor", "on a node or in a job: GPU topology, InfiniBand, interfaces, MASTER_ADDR, Slurm",
+     false, define_doctor},
+    {"tune",
+     "one all-reduce benchmark job per candidate set of NCCL variables; writes the winner as "
+     "a cluster profile NAME-tuned; arguments after -- go to hpctrain bench-allreduce",
+     true, define_tune},
+    {"report", "re-render a sweep's summary.md and plots from its results.csv", false,
+     define_report},
+};
+
+// Parses args; a mistyped verb or a bad flag is one line and exit status 2.
+int parse(CLI::App& app, const std::vector<std::string>& args) {
+  // A mistyped verb: name it and suggest the closest one (CLI11 only says one is required).
+  if (args.size() > 1 && !args[1].empty() && args[1][0] != '-') {
+    std::vector<std::string> verbs;
+    for (const auto& v : kVerbs) verbs.push_back(v.name);
+    if (std::find(verbs.begin(), verbs.end(), args[1]) == verbs.end()) {
+      std::cerr << "hpclaunch: error: unknown command \"" << comment_text(args[1]) << "\"; "
+                << suggest_fix(args[1], verbs, "commands") << std::endl;
+      return kExitUsage;
+    }
+  }
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "hpclaunch: error: " << first_line(e.what()) << "; see hpclaunch --help"
+              << std::endl;
+    return kExitUsage;
+  }
+  return -1;
+}
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& raw_args) {
+  // Everything after the first bare "--" goes to hpctrain untouched.
+  std::vector<std::string> args;
+  std::optional<std::vector<std::string>> trainer_args;
+  for (size_t i = 0; i < raw_args.size(); ++i) {
+    if (i > 0 && raw_args[i] == "--" && !trainer_args) {
+      trainer_args.emplace(raw_args.begin() + static_cast<long>(i) + 1, raw_args.end());
+      break;
+    }
+    args.push_back(raw_args[i]);
+  }
+  // The header records how the script was made, without the build directory's path.
+  std::vector<std::string> command = raw_args;
+  if (!command.empty()) command[0] = "hpclaunch";
+
+  Invocation invocation{trainer_args, command};
+
+  CLI::App app{"hpclaunch: declarative presets and cluster profiles -> reviewed sbatch scripts",
+               "hpclaunch"};
+  app.footer(kExamples);
+  app.set_version_flag("--version", std::string("hpclaunch ") + kVersion);
+  app.require_subcommand(1);
+  std::vector<std::pair<CLI::App*, VerbHandler>> handlers;
+  for (const auto& v : kVerbs) {
+    CLI::App* sub = app.add_subcommand(v.name, v.help);
+    handlers.emplace_back(sub, v.define(sub));
+  }
+  if (int status = parse(app, args); status >= 0) return status;
+
+  size_t chosen = 0;
+  while (chosen < handlers.size() && !handlers[chosen].first->parsed()) ++chosen;
+  if (chosen == handlers.size()) return 0;
+  if (trainer_args && !kVerbs[chosen].takes_trainer_args) {
+    std::cerr << "hpclaunch: error: --: arguments after -- are for hpctrain and only go with "
+                 "render, run, submit, sweep and tune; remove them or use one of those"
+              << std::endl;
+    return kExitUsage;
+  }
+  try {
+    return handlers[chosen].second(invocation);
+  } catch (const UserError& e) {
+    // One line: a value's newline is shown as \n, never allowed to split the message.
+    std::cerr << "hpclaunch: error: " << comment_text(e.what()) << std::endl;
+    return kExitUsage;
+  } catch (const BackendError& e) {
+    // Unreachable cluster, refused submission: nothing was submitted (or it was cancelled).
+    std::cerr << "hpclaunch: error: " << comment_text(e.what()) << std::endl;
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "hpclaunch: internal error: " << first_line(e.what())
+              << " (please report it)" << std::endl;
+    return 1;
+  }
+}
+
+}  // namespace hpc

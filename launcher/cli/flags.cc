@@ -1,0 +1,83 @@
+#include "cli/flags.h"
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+
+#include "cli/version.h"
+#include "render/render.h"
+#include "spec/catalog.h"
+
+namespace fs = std::filesystem;
+
+namespace hpc {
+
+void SelectionFlags::add_to(CLI::App* app) {
+  app->add_option("--preset,-p", preset, "shape preset (hpclaunch presets list)");
+  app->add_option("--strategy,-s", strategy, "ddp, fsdp, zero1 or zero2");
+  app->add_option("--cluster,-c", cluster, "cluster profile (hpclaunch clusters list)");
+  app->add_option("--set", sets, "override a key: --set shape.time=08:00:00 (repeatable)")
+      ->take_all();
+  app->add_option("--project", project, "project file (default: ./hpclaunch.json if present)");
+  app->add_flag("--no-project", no_project, "ignore ./hpclaunch.json");
+  app->add_option("--template", template_file, "mustache template (default: the built-in one)");
+}
+
+SpecRequest SelectionFlags::request(
+    const std::optional<std::vector<std::string>>& trainer_args) const {
+  SpecRequest r;
+  if (!preset.empty()) r.preset = preset;
+  if (!cluster.empty()) r.cluster = cluster;
+  if (!strategy.empty()) r.strategy = strategy;
+  r.sets = sets;
+  if (!project.empty()) r.project_file = fs::path(project);
+  r.read_project_file = !no_project;
+  r.trainer_args = trainer_args;
+  return r;
+}
+
+void BackendFlags::add_to(CLI::App* app, bool submitting) {
+  if (submitting) {
+    app->add_option("--backend", backend, "slurm (sbatch here), ssh (--host) or local (no Slurm)")
+        ->check(CLI::IsMember({"slurm", "ssh", "local"}));
+    app->add_flag("--local", local, "run on this machine without Slurm (= --backend local)");
+    app->add_option("--host", host,
+                    "submit over SSH to this login node (host or ~/.ssh/config alias)");
+    app->add_flag("--accept-new-host-key", accept_new_host_key,
+                  "trust and record an unknown SSH host key (a changed key is always refused)");
+    app->add_option("--remote-runs-dir", remote_runs_dir,
+                    "ssh: run directories on the login node (default ~/hpclaunch-runs)");
+  }
+  app->add_option("--ssh-config", ssh_config, "SSH config file (default ~/.ssh/config)");
+  app->add_option("--known-hosts", known_hosts, "known_hosts file (default ~/.ssh/known_hosts)");
+  app->add_option("--runs-dir", runs_dir, "where run directories are kept (default ./runs)");
+}
+
+BackendChoice BackendFlags::choice() const {
+  BackendChoice c;
+  c.kind = backend;
+  if (local) c.kind = "local";
+  if (!host.empty() && c.kind.empty()) c.kind = "ssh";
+  c.host = host;
+  c.ssh_config = ssh_config;
+  c.known_hosts = known_hosts;
+  c.accept_new_host_key = accept_new_host_key;
+  c.runs_dir = runs_dir;
+  c.remote_runs_dir = remote_runs_dir;
+  return c;
+}
+
+Rendered render_selection(const SelectionFlags& flags,
+                          const std::optional<std::vector<std::string>>& trainer_args,
+                          const std::vector<std::string>& command) {
+  Catalog catalog = Catalog::from_environment();
+  Rendered r;
+  r.spec = resolve_spec(catalog, flags.request(trainer_args));
+  fs::path tmpl =
+      flags.template_file.empty() ? catalog.default_template() : fs::path(flags.template_file);
+  ScriptTemplate t = ScriptTemplate::from_file(tmpl);
+  r.template_origin = t.origin();
+  r.script = t.render(r.spec, RenderContext{kVersion, command});
+  return r;
+}
+
+}  // namespace hpc

@@ -1,0 +1,49 @@
+// Flags that several verbs share: what to resolve (SelectionFlags) and where jobs go or are
+// found (BackendFlags); and the spec + script that render, validate, run and submit start from.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "follow/jobs.h"
+#include "spec/spec.h"
+
+namespace CLI {
+class App;
+}
+
+namespace hpc {
+
+// Flags shared by render, validate, run and submit: what to resolve.
+struct SelectionFlags {
+  std::string preset, cluster, strategy, project, template_file;
+  bool no_project = false;
+  std::vector<std::string> sets;
+
+  void add_to(CLI::App* app);
+  SpecRequest request(const std::optional<std::vector<std::string>>& trainer_args) const;
+};
+
+// Flags that choose where jobs go (run, submit) or where to find them (status, logs, ...).
+struct BackendFlags {
+  std::string backend, host, ssh_config, known_hosts, runs_dir = "runs",
+      remote_runs_dir = "~/hpclaunch-runs";
+  bool local = false, accept_new_host_key = false;
+
+  void add_to(CLI::App* app, bool submitting);
+  BackendChoice choice() const;
+};
+
+struct Rendered {
+  Spec spec;
+  std::string script;
+  std::string template_origin;
+};
+
+// Resolves the selection and renders it through the chosen (or built-in) template.
+Rendered render_selection(const SelectionFlags& flags,
+                          const std::optional<std::vector<std::string>>& trainer_args,
+                          const std::vector<std::string>& command);
+
+}  // namespace hpc

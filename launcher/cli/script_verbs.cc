@@ -1,0 +1,223 @@
+// render and validate: the script, printed or written, and checked (bash -n, shellcheck).
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fmt/core.h>
+#include <iostream>
+#include <regex>
+
+#include "atomic_file.h"
+#include "cli/flags.h"
+#include "cli/verbs.h"
+#include "error.h"
+#include "json_file.h"
+#include "render/shell.h"
+#include "subprocess.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace hpc {
+namespace {
+
+// Runs a checker (bash -n, shellcheck) through the launcher's own subprocess runner; returns
+// (exit status, what it printed on either stream).
+std::pair<int, std::string> run_checker(const std::vector<std::string>& argv) {
+  CommandResult r = run_command(argv);
+  if (!r.spawn_error.empty()) return {-1, r.summary(argv.front())};
+  return {r.exit_code >= 0 ? r.exit_code : 128 + r.term_signal, r.out + r.err};
+}
+
+// Who is to blame for a finding on a script line: a verbatim profile.setup line is the
+// user's own shell; anything else comes from the template.
+struct Blame {
+  std::string where;  // template file, or the file that set profile.setup
+  std::string fix;
+};
+
+Blame blame_for_line(const std::string& line_text, const Spec* spec, const std::string& template_origin) {
+  if (spec) {
+    for (const auto& setup : spec->profile.setup) {
+      if (!setup.empty() && line_text == setup) {
+        auto it = spec->sources.find("profile.setup");
+        std::string from = it == spec->sources.end() ? "profile.setup" : it->second + ": profile.setup";
+        return {from, "fix that setup line (it is copied into the script verbatim)"};
+      }
+    }
+  }
+  return {template_origin, "fix the template or the value it renders there"};
+}
+
+std::string script_line(const std::string& script, long number) {
+  size_t start = 0;
+  for (long i = 1; i < number && start != std::string::npos; ++i) {
+    start = script.find('\n', start);
+    if (start != std::string::npos) ++start;
+  }
+  if (start == std::string::npos) return "";
+  return script.substr(start, script.find('\n', start) - start);
+}
+
+// bash -n and shellcheck on a script. Throws UserError on findings, naming the script's line
+// and whom to blame. SC1091 (a sourced file shellcheck cannot see here, e.g. a venv on the
+// cluster) is not a finding.
+std::vector<std::string> check_script(const fs::path& script, const std::string& text,
+                                      const Spec* spec, const std::string& template_origin) {
+  std::vector<std::string> done;
+  auto report = [&](const std::string& tool, const std::string& output) {
+    // "FILE:LINE:COL: level: message [SCnnnn]" (gcc format) or "FILE: line N: message" (bash)
+    static const std::regex gcc(R"(^[^:]*:(\d+):\d+: (.*)$)");
+    static const std::regex bash_fmt(R"(^[^:]*: line (\d+): (.*)$)");
+    std::string first = output.substr(0, output.find('\n'));
+    std::smatch m;
+    if (std::regex_match(first, m, gcc) || std::regex_match(first, m, bash_fmt)) {
+      long number = std::stol(m[1]);
+      std::string line_text = script_line(text, number);
+      Blame b = blame_for_line(line_text, spec, template_origin);
+      throw UserError(b.where, tool + " at script line " + std::to_string(number) + " (" +
+                                   comment_text(line_text) + "): " + comment_text(m[2].str()),
+                      b.fix);
+    }
+    throw UserError(template_origin, tool + ": " + comment_text(first),
+                    "fix the template or the value it renders there");
+  };
+  auto [bash_status, bash_out] = run_checker({"bash", "-n", script.string()});
+  if (bash_status != 0) report("bash -n", bash_out);
+  done.push_back("bash -n");
+  if (program_on_path("shellcheck")) {
+    auto [sc_status, sc_out] =
+        run_checker({"shellcheck", "-f", "gcc", "--exclude=SC1091", script.string()});
+    if (sc_status != 0) report("shellcheck", sc_out);
+    done.push_back("shellcheck");
+  } else {
+    done.push_back("no shellcheck (not installed)");
+  }
+  return done;
+}
+
+struct RenderFlags {
+  SelectionFlags selection;
+  std::string output, spec_out;
+};
+
+int run_render(const RenderFlags& f, const Invocation& in) {
+  Rendered r = render_selection(f.selection, in.trainer_args, in.command);
+  // Check both destinations before writing either, so a bad path leaves nothing behind.
+  for (const auto& path : {f.output, f.spec_out}) {
+    if (path.empty()) continue;
+    fs::path parent = fs::path(path).parent_path();
+    std::error_code ec;
+    if (!parent.empty() && fs::exists(parent, ec) && !fs::is_directory(parent, ec)) {
+      throw UserError(path, "cannot write output: " + parent.string() + " is not a directory",
+                      "choose a path inside a directory");
+    }
+    if (!parent.empty() && !fs::is_directory(parent, ec)) {
+      throw UserError(path, "cannot write output: directory " + parent.string() +
+                                " does not exist",
+                      "create it first");
+    }
+    if (fs::is_directory(path, ec)) {
+      throw UserError(path, "is a directory", "give a file name for the output");
+    }
+  }
+  if (!f.output.empty()) write_file_atomically(f.output, r.script, 0755);
+  if (!f.spec_out.empty()) {
+    try {
+      write_file_atomically(f.spec_out, r.spec.canonical_json());
+    } catch (...) {
+      if (!f.output.empty()) fs::remove(f.output);  // both or neither
+      throw;
+    }
+  }
+  if (f.output.empty()) {
+    std::cout << r.script;
+  } else {
+    std::cerr << "hpclaunch: wrote " << f.output << " (" << r.spec.preset << " on "
+              << r.spec.cluster << ", " << r.spec.world_size() << " ranks, "
+              << r.spec.strategy << ")\n";
+  }
+  return 0;
+}
+
+struct ValidateFlags {
+  SelectionFlags selection;
+  std::string script_file;
+  bool as_json = false;
+};
+
+int run_validate(const ValidateFlags& f, const Invocation& in) {
+  if (!f.script_file.empty()) {
+    std::error_code ec;
+    if (!fs::is_regular_file(f.script_file, ec)) {
+      throw UserError(f.script_file, "no such script file", "check the path");
+    }
+    auto checks = check_script(f.script_file, read_text_file(f.script_file, "script"), nullptr,
+                               f.script_file);
+    std::cout << "ok: " << f.script_file;
+    for (const auto& c : checks) std::cout << ", " << c;
+    std::cout << "\n";
+    return 0;
+  }
+  Rendered r = render_selection(f.selection, std::nullopt, in.command);
+  char tmpl[] = "/tmp/hpclaunch-validate-XXXXXX";
+  int fd = mkstemp(tmpl);
+  if (fd < 0) throw std::runtime_error("cannot create a temp file in /tmp");
+  close(fd);
+  std::vector<std::string> checks;
+  try {
+    write_file_atomically(tmpl, r.script, 0600);
+    checks = check_script(tmpl, r.script, &r.spec, r.template_origin);
+  } catch (...) {
+    unlink(tmpl);
+    throw;
+  }
+  unlink(tmpl);
+  if (f.as_json) {
+    std::cout << json{{"spec", r.spec.resolved}, {"sources", r.spec.sources},
+                      {"files", r.spec.files}, {"hash", r.spec.hash()}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  auto plural = [](int n, const char* word) {
+    return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+  };
+  std::cout << fmt::format("ok: preset {} on cluster {}, strategy {}: {} x {} = {}\n",
+                           r.spec.preset, r.spec.cluster, r.spec.strategy,
+                           plural(r.spec.shape.nodes, "node"),
+                           plural(r.spec.shape.gpus_per_node, "GPU"),
+                           plural(r.spec.world_size(), "rank"));
+  std::cout << "spec sha256 " << r.spec.hash() << " from:";
+  for (const auto& file : r.spec.files) std::cout << " " << file;
+  std::cout << "\nscript: " << r.template_origin;
+  std::cout << " passes";
+  for (size_t i = 0; i < checks.size(); ++i) std::cout << (i ? ", " : " ") << checks[i];
+  std::cout << "\n";
+  return 0;
+}
+
+}  // namespace
+
+VerbHandler define_render(CLI::App* verb) {
+  auto f = std::make_shared<RenderFlags>();
+  f->selection.add_to(verb);
+  verb->add_option("-o,--output", f->output,
+                   "write the script here (atomically) instead of stdout");
+  verb->add_option("--spec-out", f->spec_out, "also write the resolved spec (JSON) here");
+  verb->footer(
+      "Example: hpclaunch render --preset 1n2g --strategy ddp -o job.sbatch -- --model tiny "
+      "--max-steps 5");
+  return [f](const Invocation& in) { return run_render(*f, in); };
+}
+
+VerbHandler define_validate(CLI::App* verb) {
+  auto f = std::make_shared<ValidateFlags>();
+  f->selection.add_to(verb);
+  verb->add_option("--script", f->script_file,
+                   "check this script file instead of rendering one");
+  verb->add_flag("--json", f->as_json, "print the resolved spec as JSON");
+  return [f](const Invocation& in) { return run_validate(*f, in); };
+}
+
+}  // namespace hpc

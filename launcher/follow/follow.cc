@@ -1,0 +1,418 @@
+#include "follow/follow.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <ostream>
+#include <regex>
+#include <thread>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "follow/run_record.h"
+
+namespace hpc {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_interrupt(int) { g_interrupted = true; }
+
+// Installs the Ctrl-C handler for the duration of a follow.
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    g_interrupted = false;
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_);
+  }
+  ~InterruptGuard() { sigaction(SIGINT, &old_, nullptr); }
+
+ private:
+  struct sigaction old_ {};
+};
+
+// Sleeps in small slices so that Ctrl-C is noticed at once.
+void nap(std::chrono::milliseconds d) {
+  auto until = std::chrono::steady_clock::now() + d;
+  while (!g_interrupted && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(d, std::chrono::milliseconds(50)));
+}
+
+// A log file read incrementally; complete lines are handed out, a partial one is kept.
+struct LogTail {
+  std::string path;
+  uint64_t offset = 0;
+  std::string partial;
+};
+
+struct Progress {
+  long step = -1;
+  double tokens_per_s = 0;
+};
+
+class Follower {
+ public:
+  Follower(Backend& backend, std::string job_id, const FollowOptions& options, std::ostream& out,
+           std::ostream& err)
+      : backend_(backend), id_(std::move(job_id)), o_(options), out_(out), err_(err) {}
+
+  int run();
+
+ private:
+  void poll_state();
+  bool drain_logs();
+  void emit_lines(LogTail& tail, const std::string& data, std::ostream& to, bool final);
+  void read_metrics();
+  void say(const std::string& line);
+  void draw_status();
+  void clear_status();
+  std::string status_text() const;
+  std::string restart_text() const;
+  bool may_be_requeued();
+  int finish();
+
+  Backend& backend_;
+  std::string id_;
+  FollowOptions o_;
+  std::ostream& out_;
+  std::ostream& err_;
+
+  JobStatus status_;
+  bool have_status_ = false;
+  std::string last_state_, last_reason_;
+  int last_restarts_ = 0;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::string unreachable_;
+  std::chrono::steady_clock::time_point unreachable_since_;
+  LogTail stdout_, stderr_;
+  uint64_t metrics_offset_ = 0;
+  std::string metrics_partial_;
+  Progress progress_;
+  bool status_drawn_ = false;
+  std::optional<TaskFailure> first_failure_;  // of the current run (reset on a requeue)
+  RequeueWatch requeue_watch_;
+};
+
+std::string Follower::restart_text() const {
+  std::string s = "restart " + std::to_string(status_.restarts);
+  if (o_.max_requeues >= 0) s += " of at most " + std::to_string(o_.max_requeues);
+  return s;
+}
+
+// PREEMPTED and NODE_FAIL: watched for o_.requeue_settle (RequeueWatch), said once.
+bool Follower::may_be_requeued() {
+  bool started = false;
+  const bool watching = requeue_watch_.may_be_requeued(status_.state, o_.requeue_settle, &started);
+  if (started) say("job " + id_ + " " + status_.state + "; watching whether Slurm requeues it");
+  return watching;
+}
+
+std::string Follower::status_text() const {
+  std::string s = "job " + id_ + " " + status_.state;
+  if (!status_.reason.empty() && status_.state == "PENDING") s += " (" + status_.reason + ")";
+  if (status_.elapsed_seconds >= 0 && status_.state != "PENDING")
+    s += " " + format_duration(status_.elapsed_seconds);
+  if (!status_.nodes.empty()) s += " on " + status_.nodes;
+  if (status_.restarts > 0) s += " " + restart_text();
+  if (progress_.step >= 0) {
+    s += " | step " + std::to_string(progress_.step);
+    if (o_.max_steps > 0) s += "/" + std::to_string(o_.max_steps);
+    if (progress_.tokens_per_s > 0) s += fmt::format(" | {:.1f}k tok/s", progress_.tokens_per_s / 1000);
+  }
+  if (!unreachable_.empty()) s += " | " + unreachable_;
+  return s;
+}
+
+void Follower::clear_status() {
+  if (status_drawn_) {
+    err_ << "\r\033[K" << std::flush;
+    status_drawn_ = false;
+  }
+}
+
+void Follower::draw_status() {
+  if (!o_.live_status) return;
+  err_ << "\r\033[K" << status_text() << std::flush;
+  status_drawn_ = true;
+}
+
+void Follower::say(const std::string& line) {
+  if (!o_.follow) return;  // `hpclaunch logs` without -f prints the log and nothing else
+  clear_status();
+  if (o_.live_status) err_ << "hpclaunch: " << line << "\n";
+  else err_ << "[" << utc_now_iso8601() << "] hpclaunch: " << line << "\n";
+  err_.flush();
+}
+
+void Follower::poll_state() {
+  try {
+    JobStatus s = backend_.status(id_);
+    if (!unreachable_.empty()) {
+      say("reached the scheduler again; following job " + id_);
+      unreachable_.clear();
+    }
+    status_ = s;
+    have_status_ = true;
+  } catch (const BackendError& e) {
+    // A controller restart or network blip: keep following, say so once a minute.
+    auto now = std::chrono::steady_clock::now();
+    if (unreachable_.empty() || now - unreachable_since_ > std::chrono::seconds(60)) {
+      say(std::string(e.what()) + "; retrying");
+      unreachable_since_ = now;
+    }
+    unreachable_ = "scheduler unreachable, retrying";
+    return;
+  }
+  if (!status_.found) return;
+  bool pending = status_.state == "PENDING";
+  if (status_.state != last_state_ || status_.restarts != last_restarts_ ||
+      (pending && status_.reason != last_reason_)) {
+    // A requeue seen between two polls (Restarts= went up) or as it happens (REQUEUED): say
+    // REQUEUED in words, whichever state Slurm shows now, and follow on under the same id.
+    const bool first = last_state_.empty();
+    const bool requeued = !first && (status_.restarts > last_restarts_ || status_.state == "REQUEUED");
+    std::string line = "job " + id_ + " ";
+    if (requeued) {
+      line += "REQUEUED (" + restart_text() + ")";
+      if (status_.state != "REQUEUED") line += ", now " + status_.state;
+      first_failure_.reset();  // a new run: its own failures
+    } else {
+      line += status_.state;
+    }
+    if (!status_.reason.empty() && !status_.terminal()) line += " (" + status_.reason + ")";
+    if (!status_.nodes.empty() && status_.state != "PENDING") line += " on " + status_.nodes;
+    if (first && status_.restarts > 0) line += ", " + restart_text();
+    if (requeued) line += "; following the same job " + id_ + " (its log continues below)";
+    if (!status_.detail.empty() && status_.terminal()) line += " " + status_.detail;
+    if (!(o_.live_status && last_state_.empty() && status_.state == "RUNNING")) say(line);
+    last_state_ = status_.state;
+    last_reason_ = status_.reason;
+    last_restarts_ = status_.restarts;
+  }
+  if (stdout_.path.empty() && !status_.stdout_path.empty()) stdout_.path = status_.stdout_path;
+  if (stderr_.path.empty() && !status_.stderr_path.empty() &&
+      status_.stderr_path != status_.stdout_path)
+    stderr_.path = status_.stderr_path;
+}
+
+void Follower::emit_lines(LogTail& tail, const std::string& data, std::ostream& to, bool final) {
+  static const std::regex label(R"(^\s*(\d+): )");
+  tail.partial += data;
+  size_t start = 0;
+  bool wrote = false;
+  while (true) {
+    size_t nl = tail.partial.find('\n', start);
+    if (nl == std::string::npos) break;
+    std::string line = tail.partial.substr(start, nl - start);
+    start = nl + 1;
+    if (!first_failure_) first_failure_ = parse_srun_task_failure(line);
+    if (o_.rank) {
+      std::smatch m;
+      if (!std::regex_search(line, m, label) || std::stoi(m[1]) != *o_.rank) continue;
+    }
+    if (!wrote) clear_status();
+    to << line << '\n';
+    wrote = true;
+  }
+  tail.partial.erase(0, start);
+  if (final && !tail.partial.empty()) {
+    clear_status();
+    to << tail.partial << '\n';
+    tail.partial.clear();
+    wrote = true;
+  }
+  if (wrote) to.flush();
+}
+
+bool Follower::drain_logs() {
+  if (!o_.stream_logs) return false;
+  bool got = false;
+  for (auto* tail : {&stdout_, &stderr_}) {
+    if (tail->path.empty()) continue;
+    std::ostream& to = tail == &stdout_ ? out_ : err_;
+    for (int i = 0; i < 64; ++i) {  // at most 64 MiB per pass, then let states refresh
+      LogChunk chunk;
+      try {
+        chunk = backend_.read_log(tail->path, tail->offset);
+      } catch (const BackendError&) {
+        break;  // the next pass retries
+      }
+      if (chunk.next_offset < tail->offset) tail->partial.clear();  // truncated: start over
+      tail->offset = chunk.next_offset;
+      if (chunk.data.empty()) break;
+      emit_lines(*tail, chunk.data, to, false);
+      got = true;
+    }
+  }
+  return got;
+}
+
+void Follower::read_metrics() {
+  if (o_.metrics_path.empty()) return;
+  LogChunk chunk;
+  try {
+    chunk = backend_.read_log(o_.metrics_path, metrics_offset_, 1 << 20);
+  } catch (const BackendError&) {
+    return;
+  }
+  if (!chunk.exists || chunk.data.empty()) return;
+  metrics_offset_ = chunk.next_offset;
+  metrics_partial_ += chunk.data;
+  size_t last_nl = metrics_partial_.rfind('\n');
+  if (last_nl == std::string::npos) return;
+  size_t prev = metrics_partial_.rfind('\n', last_nl - 1);
+  std::string line = metrics_partial_.substr(prev == std::string::npos ? 0 : prev + 1,
+                                             last_nl - (prev == std::string::npos ? 0 : prev + 1));
+  metrics_partial_.erase(0, last_nl + 1);
+  auto j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return;
+  if (j.contains("step") && j["step"].is_number()) progress_.step = j["step"].get<long>();
+  if (j.contains("tokens_per_s") && j["tokens_per_s"].is_number())
+    progress_.tokens_per_s = j["tokens_per_s"].get<double>();
+}
+
+int Follower::finish() {
+  // The last lines may land just after the state changes (NFS, slurmstepd flushing).
+  for (int i = 0; i < 4; ++i) {
+    drain_logs();
+    nap(std::chrono::milliseconds(100));
+  }
+  emit_lines(stdout_, "", out_, true);
+  emit_lines(stderr_, "", err_, true);
+  clear_status();
+  int code = exit_status_for(status_);
+  std::string line = "job " + id_ + " " + status_.state;
+  if (status_.state == "FAILED" || status_.state == "COMPLETED")
+    line += " with exit code " + std::to_string(std::max(status_.exit_code, 0));
+  if (status_.exit_signal > 0) line += " (signal " + std::to_string(status_.exit_signal) + ")";
+  if (status_.elapsed_seconds >= 0) line += " after " + format_duration(status_.elapsed_seconds);
+  if (!status_.detail.empty()) line += " " + status_.detail;
+  if (code != 0 && status_.state == "FAILED" && status_.exit_code == 75)
+    line += "; the trainer stopped for a requeue (exit 75) that did not happen: see the log's last lines";
+  else if (code != 0 && first_failure_)
+    line += "; " + describe_task_failure(*first_failure_);
+  if (!stdout_.path.empty() && code != 0 && stdout_.offset > 0) line += "; log: " + stdout_.path;
+  say(line);
+  return code;
+}
+
+int Follower::run() {
+  InterruptGuard guard;
+  auto next_state = std::chrono::steady_clock::now();
+  bool cancel_sent = false;
+  while (true) {
+    if (g_interrupted) {
+      if (o_.cancel_on_interrupt && !cancel_sent) {
+        g_interrupted = false;
+        cancel_sent = true;
+        say("cancelling job " + id_ + " (--cancel-on-interrupt)");
+        try {
+          backend_.cancel(id_);
+        } catch (const BackendError& e) {
+          say(std::string("cannot cancel: ") + e.what());
+          return 1;
+        }
+        next_state = std::chrono::steady_clock::now();
+      } else {
+        say("detached; job " + id_ + " goes on. Reattach: hpclaunch logs -f " + id_ +
+            "   cancel: hpclaunch cancel " + id_);
+        return follow_exit::kDetached;
+      }
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (now >= next_state) {
+      poll_state();
+      read_metrics();
+      // Poll briskly while a fresh job starts, then settle (scontrol costs CPU on both ends).
+      bool starting = now - started_ < std::chrono::seconds(10);
+      next_state = now + (starting ? std::min(o_.state_interval, std::chrono::milliseconds(500))
+                                   : o_.state_interval);
+      if (have_status_ && !status_.found && !o_.known_stdout_path.empty() && stdout_.path.empty()) {
+        stdout_.path = o_.known_stdout_path;  // print what the log holds, then report
+        drain_logs();
+        emit_lines(stdout_, "", out_, true);
+      }
+      if (have_status_ && !status_.found) {
+        // Without -f, a log we still have is the answer; otherwise say why there is none.
+        if (!o_.follow && !o_.known_stdout_path.empty()) return 0;
+        std::string line = "job " + id_ + " is not known to the scheduler (" +
+                           (status_.detail.empty() ? "it may have ended long ago" : status_.detail) +
+                           "); no accounting (sacct) to ask";
+        if (o_.follow) say(line);
+        else err_ << "hpclaunch: " << line << "\n";
+        return follow_exit::kLost;
+      }
+    }
+    if (!o_.follow && !have_status_ && !o_.known_stdout_path.empty()) {
+      stdout_.path = o_.known_stdout_path;  // scheduler unreachable: the log is still here
+      drain_logs();
+      emit_lines(stdout_, "", out_, true);
+      return 0;
+    }
+    drain_logs();
+    // Every poll: a PREEMPTED/NODE_FAIL watch ends when any other state shows.
+    const bool settling = o_.follow && have_status_ && may_be_requeued();
+    if (o_.follow && have_status_ && status_.terminal() && !settling) return finish();
+    if (!o_.follow && have_status_) {
+      emit_lines(stdout_, "", out_, true);
+      emit_lines(stderr_, "", err_, true);
+      return 0;
+    }
+    draw_status();
+    nap(o_.log_interval);
+  }
+}
+
+}  // namespace
+
+std::string format_duration(long seconds) {
+  if (seconds < 0) return "?";
+  long d = seconds / 86400, h = seconds / 3600 % 24, m = seconds / 60 % 60, s = seconds % 60;
+  if (d > 0) return fmt::format("{}-{:02}:{:02}:{:02}", d, h, m, s);
+  return fmt::format("{:02}:{:02}:{:02}", h, m, s);
+}
+
+int exit_status_for(const JobStatus& s) {
+  const std::string& st = s.state;
+  if (st == "COMPLETED") return follow_exit::kCompleted;
+  if (st == "FAILED" || st == "SPECIAL_EXIT")
+    return s.exit_code > 0 ? std::min(s.exit_code, 255)
+                           : (s.exit_signal > 0 ? 128 + s.exit_signal : 1);
+  if (st == "TIMEOUT") return follow_exit::kTimeout;
+  if (st == "CANCELLED") return follow_exit::kCancelled;
+  if (st == "NODE_FAIL" || st == "BOOT_FAIL") return follow_exit::kNodeFail;
+  if (st == "PREEMPTED" || st == "DEADLINE") return follow_exit::kPreempted;
+  if (st == "OUT_OF_MEMORY") return follow_exit::kOutOfMemory;
+  return 1;
+}
+
+std::optional<TaskFailure> parse_srun_task_failure(const std::string& line) {
+  // srun's own lines carry no --label prefix.
+  static const std::regex form(R"(^srun: error: ([^:\s]+): (tasks?) ([0-9][0-9,\-]*): (.+)$)");
+  std::smatch m;
+  if (!std::regex_match(line, m, form)) return std::nullopt;
+  TaskFailure f;
+  f.node = m[1];
+  f.several = m[2] == "tasks";
+  f.ranks = m[3];
+  f.reason = m[4];
+  // The tasks that stopped for a requeue ended as asked: not a failure.
+  if (f.reason == "Exited with exit code 75") return std::nullopt;
+  return f;
+}
+
+std::string describe_task_failure(const TaskFailure& f) {
+  return (f.several ? "ranks " : "rank ") + f.ranks + " on " + f.node + " failed first (" + f.reason + ")";
+}
+
+int follow_job(Backend& backend, const std::string& job_id, const FollowOptions& options,
+               std::ostream& out, std::ostream& err) {
+  Follower f(backend, job_id, options, out, err);
+  return f.run();
+}
+
+}  // namespace hpc

@@ -1,0 +1,70 @@
+// Follow mode: watch a job through its states and stream its logs as they grow.
+//
+// States (Slurm's words): PENDING (with the reason: Priority, Resources, ...) -> RUNNING ->
+// COMPLETING -> COMPLETED | FAILED | TIMEOUT | CANCELLED | NODE_FAIL | OUT_OF_MEMORY | PREEMPTED;
+// REQUEUED jobs go back to PENDING and are followed on under the same job id (their log is
+// appended to: the batch script has --open-mode=append). A PREEMPTED or NODE_FAIL job is watched
+// a little longer (kRequeueSettle) in case Slurm requeues it.
+#pragma once
+
+#include <chrono>
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+#include "backends/backend.h"
+
+namespace hpc {
+
+// hpclaunch's exit status for a finished job (docs/backends.md lists them).
+namespace follow_exit {
+inline constexpr int kCompleted = 0;
+inline constexpr int kTimeout = 124;
+inline constexpr int kNodeFail = 125;     // NODE_FAIL, BOOT_FAIL
+inline constexpr int kPreempted = 126;    // PREEMPTED, DEADLINE (not requeued)
+inline constexpr int kOutOfMemory = 137;
+inline constexpr int kCancelled = 143;
+inline constexpr int kDetached = 130;     // Ctrl-C: the job goes on
+inline constexpr int kLost = 75;          // the job vanished and no accounting knows it
+}  // namespace follow_exit
+
+int exit_status_for(const JobStatus& status);
+
+// srun's line about the first task(s) that ended badly, as the job log has it:
+//   "srun: error: node02: task 3: Killed"  ->  {"3", "node02", "Killed", false}
+//   "srun: error: node01: tasks 0-1: Exited with exit code 1"  ->  {"0-1", "node01", ..., true}
+struct TaskFailure {
+  std::string ranks;   // srun's task ids are the global ranks (SLURM_PROCID)
+  std::string node;
+  std::string reason;
+  bool several = false;
+};
+std::optional<TaskFailure> parse_srun_task_failure(const std::string& line);
+// "rank 3 on node02 failed first (Killed)"
+std::string describe_task_failure(const TaskFailure& f);
+
+struct FollowOptions {
+  bool follow = true;        // until the job ends; false: print the logs as they are now
+  bool stream_logs = true;   // false: only states (hpclaunch status --watch)
+  std::optional<int> rank;   // only lines srun labelled with this rank
+  bool live_status = false;  // a redrawn status line (terminal) instead of timestamped lines
+  bool cancel_on_interrupt = false;
+  std::chrono::milliseconds log_interval{250};
+  std::chrono::milliseconds state_interval{2000};
+  std::string metrics_path;  // trainer's metrics (JSON lines) on the backend host; "" = none
+  long max_steps = 0;        // for "step 120/1000"
+  int max_requeues = -1;     // job.max_requeues, for "restart 1 of at most 3"; -1: unknown
+  // How long a PREEMPTED/NODE_FAIL job is watched for Slurm requeueing it before follow ends.
+  std::chrono::milliseconds requeue_settle{10000};
+  std::string known_stdout_path;  // the log, when the scheduler no longer knows the job
+};
+
+// Follows until the job ends (or Ctrl-C) and returns the exit status for hpclaunch.
+// Log lines go to `out` (stdout of the job) and `err` (its stderr and hpclaunch's own lines).
+int follow_job(Backend& backend, const std::string& job_id, const FollowOptions& options,
+               std::ostream& out, std::ostream& err);
+
+// "1-02:03:04" / "02:03:04"
+std::string format_duration(long seconds);
+
+}  // namespace hpc

@@ -1,0 +1,167 @@
+#include "follow/follow.h"
+
+#include <sstream>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "follow/jobs.h"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// A backend that plays a script: each status() call returns the next state (the last one
+// repeats), and the log grows by the text given with that state.
+class ScriptedBackend : public hpc::Backend {
+ public:
+  struct Step {
+    std::string state;
+    int restarts = 0;
+    std::string log;  // appended to the job's log when this state is reported
+    int exit_code = -1;
+  };
+  explicit ScriptedBackend(std::vector<Step> steps) : steps_(std::move(steps)) {}
+
+  std::string kind() const override { return "slurm"; }
+  std::string host() const override { return "localhost"; }
+  hpc::SubmitResult submit(const hpc::SubmitRequest&) override { return {}; }
+  hpc::JobStatus status(const std::string& id) override {
+    const Step& s = steps_[std::min(next_, steps_.size() - 1)];
+    if (next_ < steps_.size()) log_ += s.log;
+    ++next_;
+    hpc::JobStatus j;
+    j.id = id;
+    j.state = s.state;
+    j.restarts = s.restarts;
+    j.exit_code = s.exit_code;
+    j.stdout_path = "/job.out";
+    j.nodes = "node[01-02]";
+    return j;
+  }
+  hpc::LogChunk read_log(const std::string&, uint64_t offset, size_t) override {
+    hpc::LogChunk c;
+    c.exists = true;
+    c.data = offset < log_.size() ? log_.substr(offset) : "";
+    c.next_offset = log_.size();
+    return c;
+  }
+  void cancel(const std::string&) override {}
+  size_t polls() const { return next_; }
+
+ private:
+  std::vector<Step> steps_;
+  size_t next_ = 0;
+  std::string log_;
+};
+
+hpc::FollowOptions fast() {
+  hpc::FollowOptions o;
+  o.log_interval = 1ms;
+  o.state_interval = 1ms;
+  o.requeue_settle = 50ms;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("srun's task failure lines name the rank that failed first", "[follow]") {
+  auto f = hpc::parse_srun_task_failure("srun: error: node02: task 3: Killed");
+  REQUIRE(f);
+  CHECK(f->ranks == "3");
+  CHECK(f->node == "node02");
+  CHECK(f->reason == "Killed");
+  CHECK(hpc::describe_task_failure(*f) == "rank 3 on node02 failed first (Killed)");
+  auto several = hpc::parse_srun_task_failure("srun: error: node01: tasks 0-1: Exited with exit code 1");
+  REQUIRE(several);
+  CHECK(hpc::describe_task_failure(*several) == "ranks 0-1 on node01 failed first (Exited with exit code 1)");
+  // Not failures: a requeue stop, a labelled task line, srun's other errors.
+  CHECK_FALSE(hpc::parse_srun_task_failure("srun: error: node01: task 0: Exited with exit code 75"));
+  CHECK_FALSE(hpc::parse_srun_task_failure("1: srun: error: node02: task 3: Killed"));
+  CHECK_FALSE(hpc::parse_srun_task_failure("srun: error: Timed out waiting for job step to complete"));
+}
+
+TEST_CASE("status's requeue line: the count and the bound", "[follow][status]") {
+  CHECK(hpc::describe_requeues(1, 3) == "1 of at most 3 (job.max_requeues)");
+  CHECK(hpc::describe_requeues(0, 0) == "0 of at most 0 (job.max_requeues)");
+  CHECK(hpc::describe_requeues(2, -1) == "2");  // a job hpclaunch did not submit
+}
+
+TEST_CASE("follow: a killed rank is named in the FAILED line", "[follow]") {
+  ScriptedBackend b({{"RUNNING", 0, "0: step 1\n"},
+                     {"RUNNING", 0,
+                      "srun: error: node02: task 3: Killed\n"
+                      "1: hpctrain: error: rank 1: the ddp step's collectives failed\n"
+                      "srun: error: node01: tasks 0-1: Exited with exit code 1\n"},
+                     {"FAILED", 0, "", 137}});
+  std::ostringstream out, err;
+  int code = hpc::follow_job(b, "7", fast(), out, err);
+  INFO(err.str());
+  CHECK(code == 137);
+  CHECK(err.str().find("job 7 FAILED with exit code 137") != std::string::npos);
+  CHECK(err.str().find("rank 3 on node02 failed first (Killed)") != std::string::npos);
+}
+
+TEST_CASE("follow: through a requeue on the same job id, the log goes on, exit 0", "[follow][requeue]") {
+  ScriptedBackend b({{"RUNNING", 0, "0: step 1\n"},
+                     {"RUNNING", 0, "srun: error: node01: task 0: Exited with exit code 75\n"},
+                     {"PENDING", 1, ""},
+                     {"RUNNING", 1, "0: resumed from checkpoint\n"},
+                     {"COMPLETED", 1, "0: step 9\n", 0}});
+  auto o = fast();
+  o.max_requeues = 3;
+  std::ostringstream out, err;
+  int code = hpc::follow_job(b, "8", o, out, err);
+  INFO(err.str());
+  CHECK(code == 0);
+  CHECK(err.str().find("job 8 REQUEUED (restart 1 of at most 3), now PENDING; following the same job 8") !=
+        std::string::npos);
+  CHECK(out.str().find("0: step 1\n") != std::string::npos);
+  CHECK(out.str().find("0: step 9\n") != std::string::npos);
+  CHECK(err.str().find("failed first") == std::string::npos);
+}
+
+TEST_CASE("follow: PREEMPTED then requeued by Slurm is followed on", "[follow][requeue]") {
+  ScriptedBackend b({{"RUNNING", 0, "0: step 1\n"},
+                     {"PREEMPTED", 0, ""},
+                     {"PENDING", 1, ""},
+                     {"COMPLETED", 1, "0: done\n", 0}});
+  std::ostringstream out, err;
+  int code = hpc::follow_job(b, "9", fast(), out, err);
+  INFO(err.str());
+  CHECK(code == 0);
+  CHECK(err.str().find("job 9 PREEMPTED; watching whether Slurm requeues it") != std::string::npos);
+  CHECK(err.str().find("job 9 REQUEUED (restart 1), now PENDING") != std::string::npos);
+  CHECK(err.str().find("COMPLETED") != std::string::npos);
+}
+
+TEST_CASE("follow: attaching to a job that was requeued before says its restart, not REQUEUED",
+          "[follow][requeue]") {
+  ScriptedBackend b({{"RUNNING", 2, "0: step 1\n"}, {"COMPLETED", 2, "", 0}});
+  auto o = fast();
+  o.max_requeues = 3;
+  std::ostringstream out, err;
+  CHECK(hpc::follow_job(b, "12", o, out, err) == 0);
+  INFO(err.str());
+  CHECK(err.str().find("job 12 RUNNING on node[01-02], restart 2 of at most 3") != std::string::npos);
+  CHECK(err.str().find("REQUEUED") == std::string::npos);
+}
+
+TEST_CASE("follow: PREEMPTED for good ends with 126 after the settle time", "[follow][requeue]") {
+  ScriptedBackend b({{"RUNNING", 0, "0: step 1\n"}, {"PREEMPTED", 0, ""}});
+  std::ostringstream out, err;
+  int code = hpc::follow_job(b, "10", fast(), out, err);
+  INFO(err.str());
+  CHECK(code == hpc::follow_exit::kPreempted);
+  CHECK(b.polls() > 2);  // it looked again before giving up
+}
+
+TEST_CASE("follow: a job that stopped for a requeue that did not happen says so", "[follow][requeue]") {
+  ScriptedBackend b({{"RUNNING", 0, "srun: error: node01: task 0: Exited with exit code 75\n"},
+                     {"FAILED", 0, "", 75}});
+  std::ostringstream out, err;
+  int code = hpc::follow_job(b, "11", fast(), out, err);
+  INFO(err.str());
+  CHECK(code == 75);
+  CHECK(err.str().find("stopped for a requeue (exit 75) that did not happen") != std::string::npos);
+}

@@ -1,0 +1,309 @@
+#include "follow/jobs.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "error.h"
+#include "follow/follow.h"
+#include "backends/host.h"
+#include "backends/local_backend.h"
+#include "backends/slurm_backend.h"
+#include "backends/ssh_host.h"
+#include "subprocess.h"
+#include "cli/version.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace hpc {
+namespace {
+
+std::string absolute_runs_root(const std::string& runs_dir) {
+  std::error_code ec;
+  fs::path p = fs::absolute(runs_dir, ec);
+  return p.lexically_normal().string();
+}
+
+std::string replace_job_name_pattern(const std::string& pattern, const std::string& name) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == '%') {
+      out += "%%";  // a literal percent sign stays escaped
+      ++i;
+    } else if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == 'x') {
+      out += name;
+      ++i;
+    } else {
+      out += pattern[i];
+    }
+  }
+  return out;
+}
+
+std::string shell_join(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+}  // namespace
+
+long max_steps_from_args(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--max-steps" && i + 1 < args.size()) return std::atol(args[i + 1].c_str());
+    if (args[i].rfind("--max-steps=", 0) == 0) return std::atol(args[i].c_str() + 12);
+  }
+  return 0;
+}
+
+std::unique_ptr<Backend> make_backend(const BackendChoice& choice) {
+  std::string kind = choice.kind;
+  if (kind.empty()) {
+    if (!program_on_path("sbatch")) {
+      throw UserError("--backend", "no sbatch on this machine",
+                      "pass --local to run here without Slurm, or --host LOGIN to submit over SSH");
+    }
+    kind = "slurm";
+  }
+  if (kind == "slurm") return std::make_unique<SlurmBackend>(std::make_unique<LocalHost>(), "slurm");
+  if (kind == "ssh") {
+    if (choice.host.empty()) {
+      throw UserError("--backend ssh", "no login node given", "pass --host LOGIN (a host or an ~/.ssh/config alias)");
+    }
+    SshHostOptions o;
+    o.host = choice.host;
+    o.config_file = choice.ssh_config;
+    o.known_hosts_file = choice.known_hosts;
+    o.accept_new_host_key = choice.accept_new_host_key;
+    auto host = std::make_unique<SshHost>(o);
+    host->connect();  // host key, login, port: fail before anything is written or submitted
+    return std::make_unique<SlurmBackend>(std::move(host), "ssh");
+  }
+  if (kind == "local") return std::make_unique<LocalBackend>(absolute_runs_root(choice.runs_dir));
+  throw UserError("--backend", "unknown backend \"" + kind + "\"", "use slurm, ssh or local");
+}
+
+RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& script,
+                     const BackendChoice& choice, const std::vector<std::string>& command) {
+  SubmitRequest request;
+  request.script = script;
+  request.job_name = spec.job.name;
+  bool remote = backend.kind() == "ssh";
+  request.runs_root = remote ? choice.remote_runs_dir : absolute_runs_root(choice.runs_dir);
+  if (!remote) request.workdir = fs::current_path().string();
+  // %x (the job name) in a log path: the name may hold '/' or spaces, so use its run-directory
+  // form, which the run directory's own name uses too.
+  request.output = replace_job_name_pattern(spec.job.output, run_dir_name(spec.job.name));
+  request.error = replace_job_name_pattern(spec.job.error, run_dir_name(spec.job.name));
+  request.files = {{"spec.json", spec.canonical_json()}};
+
+  SubmitResult submitted = backend.submit(request);
+
+  RunRecord record;
+  record.job_id = submitted.job_id;
+  record.name = spec.job.name;
+  record.backend = backend.kind();
+  record.host = backend.host();
+  record.ssh_target = remote ? choice.host : "";
+  record.ssh_config = remote ? choice.ssh_config : "";
+  record.known_hosts = remote ? choice.known_hosts : "";
+  record.run_dir = submitted.run_dir;
+  record.submit_command = submitted.submit_command;
+  record.submitted_at = utc_now_iso8601();
+  record.hpclaunch_version = kVersion;
+  record.spec_hash = spec.hash();
+  record.preset = spec.preset;
+  record.cluster = spec.cluster;
+  record.strategy = spec.strategy;
+  record.world_size = spec.world_size();
+  record.max_steps = max_steps_from_args(spec.trainer.args);
+  // The batch script requeues itself only when it traps the time-limit signal.
+  record.max_requeues = spec.job.signal_seconds > 0 ? spec.job.max_requeues : 0;
+  record.generator_command = shell_join(command);
+  if (remote) {
+    // A local copy of the record, so that status/logs/cancel find the job from here.
+    record.local_dir = (fs::path(absolute_runs_root(choice.runs_dir)) /
+                        fs::path(submitted.run_dir).filename())
+                           .string();
+    LocalHost here;
+    here.make_dirs(record.local_dir);
+    here.write_file(record.local_dir + "/script.sbatch", script, 0755);
+    here.write_file(record.local_dir + "/spec.json", spec.canonical_json(), 0644);
+  } else {
+    record.local_dir = submitted.run_dir;
+  }
+  try {
+    record.stdout_path = backend.status(record.job_id).stdout_path;  // for logs when Slurm forgot
+  } catch (const BackendError&) {
+  }
+  write_run_record(record);
+  return record;
+}
+
+int submit_and_follow(const Spec& spec, const std::string& script, const BackendChoice& choice,
+                      const std::vector<std::string>& command, const RunOptions& options) {
+  auto backend = make_backend(choice);
+  RunRecord record = submit_job(*backend, spec, script, choice, command);
+
+  std::cerr << "hpclaunch: submitted job " << record.job_id << " (" << spec.preset << ", "
+            << spec.world_size() << " ranks, " << spec.strategy << ") via " << record.backend
+            << " on " << record.host << "; run directory " << record.run_dir << "\n";
+  if (!options.follow) {
+    std::cout << record.job_id << "\n";
+    return 0;
+  }
+  FollowOptions f;
+  f.live_status = isatty(STDERR_FILENO);
+  // A local job lives on this machine like a foreground program: Ctrl-C stops it.
+  f.cancel_on_interrupt = options.cancel_on_interrupt || record.backend == "local";
+  f.rank = options.rank;
+  f.metrics_path = record.run_dir + "/metrics.jsonl";
+  f.max_steps = record.max_steps;
+  f.max_requeues = record.max_requeues;
+  return follow_job(*backend, record.job_id, f, std::cout, std::cerr);
+}
+
+OpenedRun open_run(const std::string& job, const BackendChoice& choice) {
+  auto record = find_run(absolute_runs_root(choice.runs_dir), job);
+  OpenedRun opened;
+  if (!record) {
+    // Not submitted from here: a plain Slurm job id still works with the chosen backend.
+    bool numeric = !job.empty() && job.find_first_not_of("0123456789_") == std::string::npos;
+    if (!numeric) {
+      throw UserError(job, "no run with this job id or directory under " + choice.runs_dir,
+                      "hpclaunch list shows the runs; pass --runs-dir if they live elsewhere");
+    }
+    opened.record.job_id = job;
+    opened.backend = make_backend(choice);
+    return opened;
+  }
+  BackendChoice c = choice;
+  c.kind = record->backend;
+  if (c.kind == "ssh") {
+    if (c.host.empty()) c.host = record->ssh_target;
+    if (c.ssh_config.empty()) c.ssh_config = record->ssh_config;
+    if (c.known_hosts.empty()) c.known_hosts = record->known_hosts;
+  }
+  // A local job is found through the runs root that holds its run directory.
+  if (c.kind == "local" && !record->run_dir.empty())
+    c.runs_dir = fs::path(record->run_dir).parent_path().string();
+  opened.record = *record;
+  opened.backend = make_backend(c);
+  return opened;
+}
+
+std::string describe_requeues(int restarts, int max_requeues) {
+  if (max_requeues < 0) return std::to_string(restarts);
+  return std::to_string(restarts) + " of at most " + std::to_string(max_requeues) + " (job.max_requeues)";
+}
+
+int show_status(const std::string& job, const BackendChoice& choice, bool as_json) {
+  OpenedRun run = open_run(job, choice);
+  JobStatus s = run.backend->status(run.record.job_id);
+  if (as_json) {
+    std::cout << json{{"job_id", run.record.job_id}, {"state", s.state},   {"reason", s.reason},
+                      {"nodes", s.nodes},           {"elapsed_seconds", s.elapsed_seconds},
+                      {"exit_code", s.exit_code},   {"exit_signal", s.exit_signal},
+                      {"restarts", s.restarts},     {"max_requeues", run.record.max_requeues},
+                      {"stdout", s.stdout_path},
+                      {"detail", s.detail},         {"found", s.found},
+                      {"run_dir", run.record.run_dir}, {"backend", run.backend->kind()}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  if (!s.found) {
+    std::cout << "job " << run.record.job_id << ": not known to the scheduler any more"
+              << (s.detail.empty() ? "" : " (" + s.detail + ")") << "\n";
+    return follow_exit::kLost;
+  }
+  std::cout << fmt::format("job      {}\nstate    {}{}\nnodes    {}\nelapsed  {}\nexit     {}\nrequeues {}\n",
+                           run.record.job_id, s.state, s.reason.empty() ? "" : " (" + s.reason + ")",
+                           s.nodes.empty() ? "-" : s.nodes, format_duration(s.elapsed_seconds),
+                           s.exit_code < 0 ? "-" : std::to_string(s.exit_code) + ":" + std::to_string(s.exit_signal),
+                           describe_requeues(s.restarts, run.record.max_requeues));
+  if (!s.detail.empty()) std::cout << "detail   " << s.detail << "\n";
+  if (!s.stdout_path.empty()) std::cout << "log      " << s.stdout_path << "\n";
+  if (!run.record.run_dir.empty()) std::cout << "run dir  " << run.record.run_dir << "\n";
+  return 0;
+}
+
+int show_logs(const std::string& job, const BackendChoice& choice, bool follow,
+              std::optional<int> rank) {
+  OpenedRun run = open_run(job, choice);
+  FollowOptions f;
+  f.follow = follow;
+  f.rank = rank;
+  f.live_status = follow && isatty(STDERR_FILENO);
+  if (!run.record.run_dir.empty()) f.metrics_path = run.record.run_dir + "/metrics.jsonl";
+  f.max_steps = run.record.max_steps;
+  f.max_requeues = run.record.max_requeues;
+  f.known_stdout_path = run.record.stdout_path;
+  return follow_job(*run.backend, run.record.job_id, f, std::cout, std::cerr);
+}
+
+int cancel_job(const std::string& job, const BackendChoice& choice) {
+  OpenedRun run = open_run(job, choice);
+  // scancel is silent about ids it does not know: ask first, so a typo is not "cancelled".
+  JobStatus s = run.backend->status(run.record.job_id);
+  if (!s.found) {
+    throw UserError(job, "the scheduler does not know this job",
+                    "check the id (hpclaunch list, squeue); nothing was cancelled");
+  }
+  if (s.terminal()) {
+    std::cerr << "hpclaunch: job " << run.record.job_id << " already ended (" << s.state
+              << "); nothing to cancel\n";
+    return 0;
+  }
+  run.backend->cancel(run.record.job_id);
+  std::cerr << "hpclaunch: cancel requested for job " << run.record.job_id << "\n";
+  return 0;
+}
+
+int list_jobs(const BackendChoice& choice, bool as_json, bool with_state) {
+  auto runs = list_runs(absolute_runs_root(choice.runs_dir));
+  if (as_json) {
+    json all = json::array();
+    for (const auto& r : runs) {
+      json j = r.to_json();
+      j["local_dir"] = r.local_dir;
+      all.push_back(j);
+    }
+    std::cout << all.dump(2) << "\n";
+    return 0;
+  }
+  if (runs.empty()) {
+    std::cout << "no runs under " << choice.runs_dir << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("{:<10} {:<20} {:<7} {:<8} {:<8} {:>5}  {:<11} {}\n", "JOB", "SUBMITTED",
+                           "BACKEND", "PRESET", "STRATEGY", "RANKS", "STATE", "RUN DIR");
+  for (const auto& r : runs) {
+    std::string state = "-";
+    if (with_state) {
+      try {
+        BackendChoice c = choice;
+        c.kind = r.backend;
+        c.host = r.ssh_target;
+        c.ssh_config = r.ssh_config;
+        c.known_hosts = r.known_hosts;
+        auto b = make_backend(c);
+        JobStatus s = b->status(r.job_id);
+        state = s.found ? s.state : "GONE";
+      } catch (const std::exception&) {
+        state = "?";
+      }
+    }
+    std::cout << fmt::format("{:<10} {:<20} {:<7} {:<8} {:<8} {:>5}  {:<11} {}\n", r.job_id,
+                             r.submitted_at, r.backend, r.preset, r.strategy, r.world_size, state,
+                             r.local_dir);
+  }
+  return 0;
+}
+
+}  // namespace hpc

@@ -1,0 +1,63 @@
+// The job verbs: run (render + submit + follow), submit, status, logs, cancel, list.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "render/render.h"
+#include "follow/run_record.h"
+#include "spec/spec.h"
+
+namespace hpc {
+
+// Which backend, and how to reach it.
+struct BackendChoice {
+  std::string kind;          // "slurm", "ssh", "local"; "" = slurm if sbatch is here, else error
+  std::string host;          // ssh: host or ~/.ssh/config alias
+  std::string ssh_config;    // ssh: config file (default ~/.ssh/config)
+  std::string known_hosts;   // ssh: known_hosts file (default ~/.ssh/known_hosts)
+  bool accept_new_host_key = false;
+  std::string runs_dir = "runs";  // run records on this machine (and the run dirs, but for ssh)
+  std::string remote_runs_dir = "~/hpclaunch-runs";  // ssh: run directories on the login node
+};
+
+std::unique_ptr<Backend> make_backend(const BackendChoice& choice);
+
+struct RunOptions {
+  bool follow = true;
+  bool cancel_on_interrupt = false;
+  std::optional<int> rank;
+};
+
+// Submits a rendered spec through `backend` and writes its run record (run.json, and for ssh a
+// local copy of script and spec). Throws UserError / BackendError; nothing is left on failure.
+RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& script,
+                     const BackendChoice& choice, const std::vector<std::string>& command);
+
+// Submits a rendered spec and, when options.follow, follows it. Returns hpclaunch's exit status.
+int submit_and_follow(const Spec& spec, const std::string& script, const BackendChoice& choice,
+                      const std::vector<std::string>& command, const RunOptions& options);
+
+// A run from runs/ (by job id or directory name) with its backend; UserError if not found.
+struct OpenedRun {
+  RunRecord record;
+  std::unique_ptr<Backend> backend;
+};
+OpenedRun open_run(const std::string& job, const BackendChoice& choice);
+
+int show_status(const std::string& job, const BackendChoice& choice, bool as_json);
+// The requeues line of `hpclaunch status`: "1 of at most 3 (job.max_requeues)", or the count
+// alone when the bound is unknown (max_requeues < 0: a job not submitted by hpclaunch).
+std::string describe_requeues(int restarts, int max_requeues);
+int show_logs(const std::string& job, const BackendChoice& choice, bool follow,
+              std::optional<int> rank);
+int cancel_job(const std::string& job, const BackendChoice& choice);
+int list_jobs(const BackendChoice& choice, bool as_json, bool with_state);
+
+// --max-steps N (or --max-steps=N) among the trainer's arguments; 0 if absent.
+long max_steps_from_args(const std::vector<std::string>& args);
+
+}  // namespace hpc

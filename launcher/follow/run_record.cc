@@ -1,0 +1,126 @@
+#include "follow/run_record.h"
+
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+#include <filesystem>
+
+#include "atomic_file.h"
+#include "json_file.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace hpc {
+
+json RunRecord::to_json() const {
+  return json{{"job_id", job_id},
+              {"name", name},
+              {"backend", backend},
+              {"host", host},
+              {"ssh_target", ssh_target},
+              {"ssh_config", ssh_config},
+              {"known_hosts", known_hosts},
+              {"run_dir", run_dir},
+              {"stdout_path", stdout_path},
+              {"submit_command", submit_command},
+              {"submitted_at", submitted_at},
+              {"hpclaunch_version", hpclaunch_version},
+              {"spec_hash", spec_hash},
+              {"preset", preset},
+              {"cluster", cluster},
+              {"strategy", strategy},
+              {"world_size", world_size},
+              {"max_steps", max_steps},
+              {"max_requeues", max_requeues},
+              {"generator_command", generator_command}};
+}
+
+RunRecord RunRecord::from_json(const json& j) {
+  RunRecord r;
+  auto s = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : ""; };
+  r.job_id = s("job_id");
+  r.name = s("name");
+  r.backend = s("backend");
+  r.host = s("host");
+  r.ssh_target = s("ssh_target");
+  r.ssh_config = s("ssh_config");
+  r.known_hosts = s("known_hosts");
+  r.run_dir = s("run_dir");
+  r.stdout_path = s("stdout_path");
+  r.submit_command = s("submit_command");
+  r.submitted_at = s("submitted_at");
+  r.hpclaunch_version = s("hpclaunch_version");
+  r.spec_hash = s("spec_hash");
+  r.preset = s("preset");
+  r.cluster = s("cluster");
+  r.strategy = s("strategy");
+  r.world_size = j.value("world_size", 0);
+  r.max_steps = j.value("max_steps", 0L);
+  r.max_requeues = j.contains("max_requeues") && j["max_requeues"].is_number_integer()
+                       ? j["max_requeues"].get<int>()
+                       : -1;  // records older than the field
+  r.generator_command = s("generator_command");
+  return r;
+}
+
+void write_run_record(const RunRecord& record) {
+  write_file_atomically(fs::path(record.local_dir) / "run.json", record.to_json().dump(2) + "\n");
+}
+
+std::vector<RunRecord> list_runs(const std::string& runs_root) {
+  std::vector<RunRecord> runs;
+  std::error_code ec;
+  for (fs::directory_iterator it(runs_root, ec), end; !ec && it != end; it.increment(ec)) {
+    fs::path file = it->path() / "run.json";
+    if (!fs::is_regular_file(file, ec)) continue;
+    try {
+      RunRecord r = RunRecord::from_json(read_json_file(file));
+      r.local_dir = it->path().string();
+      runs.push_back(std::move(r));
+    } catch (const std::exception&) {
+      // A half-written or foreign directory: not a run.
+    }
+  }
+  std::sort(runs.begin(), runs.end(), [](const RunRecord& a, const RunRecord& b) {
+    return a.submitted_at != b.submitted_at ? a.submitted_at < b.submitted_at
+                                            : a.local_dir < b.local_dir;
+  });
+  return runs;
+}
+
+std::optional<RunRecord> find_run(const std::string& runs_root, const std::string& job) {
+  std::error_code ec;
+  if (fs::is_regular_file(fs::path(job) / "run.json", ec)) {
+    RunRecord r = RunRecord::from_json(read_json_file(fs::path(job) / "run.json"));
+    r.local_dir = job;
+    return r;
+  }
+  std::optional<RunRecord> found;
+  for (auto& r : list_runs(runs_root)) {
+    if (r.job_id == job || fs::path(r.local_dir).filename() == job) found = r;  // newest wins
+  }
+  return found;
+}
+
+std::string utc_now_iso8601() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+
+
+std::string run_dir_name(const std::string& job_name) {
+  std::string out;
+  for (unsigned char c : job_name)
+    out += (std::isalnum(c) || c == '.' || c == '_' || c == '-') ? char(c) : '_';
+  if (out.empty() || out[0] == '.') out.insert(out.begin(), 'j');
+  if (out.size() > 64) out.resize(64);
+  return out;
+}
+
+}  // namespace hpc

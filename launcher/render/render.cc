@@ -1,0 +1,281 @@
+#include "render/render.h"
+
+#include <kainjow/mustache.hpp>
+
+#include "error.h"
+#include "json_file.h"
+#include "render/shell.h"
+#include "spec/suggest.h"
+
+#include <algorithm>
+#include <regex>
+
+namespace hpc {
+namespace {
+
+using kainjow::mustache::data;
+using kainjow::mustache::mustache;
+
+std::string directive(const std::string& option, const std::string& value) {
+  return "--" + option + "=" + sbatch_quote(value);
+}
+
+std::string int_directive(const std::string& option, long long value) {
+  return "--" + option + "=" + std::to_string(value);
+}
+
+data comment_lines(const std::string& text) {
+  data lines{data::type::list};
+  size_t start = 0;
+  while (true) {
+    size_t nl = text.find('\n', start);
+    data line;
+    line.set("text", comment_text(text.substr(start, nl - start)));
+    lines << line;
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+  }
+  return lines;
+}
+
+data env_list(const std::vector<EnvVar>& vars, bool skip_p2p_auto) {
+  data list{data::type::list};
+  for (const auto& v : vars) {
+    if (skip_p2p_auto && v.name == "NCCL_P2P_DISABLE" && v.value == "auto") continue;
+    data item;
+    item.set("name", v.name);  // validated: [A-Za-z_][A-Za-z0-9_]*
+    item.set("value", v.value);
+    item.set("has_reason", v.reason.empty() ? data::type::bool_false : data::type::bool_true);
+    item.set("reason", comment_lines(v.reason));
+    list << item;
+  }
+  return list;
+}
+
+data string_list(const std::vector<std::string>& items, const std::string& key) {
+  data list{data::type::list};
+  for (const auto& s : items) {
+    data item;
+    item.set(key, s);
+    list << item;
+  }
+  return list;
+}
+
+// kainjow/mustache 4.1 drops a standalone closing-tag line when its section renders but keeps
+// the line's newline when the section is skipped (false or empty), leaving stray blank lines.
+// The mustache spec drops the line in both cases. A marker after each such tag makes both
+// cases print "marker\n", which is then removed. The marker contains no quote or newline, so
+// removing it can never change how bash splits the script.
+constexpr std::string_view kLineDropMarker = "\x01hpclaunch:drop-line\x01";
+
+std::string mark_standalone_closing_tags(const std::string& text) {
+  std::string out;
+  out.reserve(text.size() + 256);
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    size_t end = nl == std::string::npos ? text.size() : nl;
+    std::string_view line(text.data() + start, end - start);
+    size_t first = line.find_first_not_of(" \t");
+    size_t last = line.find_last_not_of(" \t");
+    bool closing_only = first != std::string_view::npos && line.substr(first).rfind("{{/", 0) == 0 &&
+                        line.find("}}", first) + 1 == last &&
+                        line.find("{{", first + 2) == std::string_view::npos;
+    // Drop an indented closing tag's indentation too: the whole line goes.
+    out.append(closing_only ? line.substr(first) : line);
+    if (closing_only && nl != std::string::npos) out.append(kLineDropMarker);
+    if (nl != std::string::npos) out += '\n';
+    start = nl == std::string::npos ? text.size() : nl + 1;
+  }
+  return out;
+}
+
+std::string remove_dropped_lines(std::string text) {
+  std::string marker = std::string(kLineDropMarker) + "\n";
+  std::string out;
+  out.reserve(text.size());
+  size_t start = 0;
+  while (true) {
+    size_t at = text.find(marker, start);
+    if (at == std::string::npos) break;
+    out.append(text, start, at - start);
+    start = at + marker.size();
+  }
+  out.append(text, start, std::string::npos);
+  return out;
+}
+
+// Every name template_data() provides, at any depth. A template naming anything else gets an
+// error instead of silently rendering nothing (render_test checks the two agree).
+const std::vector<std::string>& known_template_names() {
+  static const std::vector<std::string> names = {
+      "version", "command", "preset", "cluster", "strategy", "spec_hash", "nodes",
+      "gpus_per_node", "world_size", "sbatch", "directive", "has_modules", "modules", "name",
+      "has_setup", "setup", "line", "nccl", "value", "has_reason", "reason", "text", "p2p_auto",
+      "p2p_reason", "env", "has_ib_suffix", "ib_suffix", "resolve_master_addr", "port_min",
+      "port_max", "port_span", "requeue", "signal_seconds", "max_requeues", "srun_wait",
+      "ntasks_per_node", "cpus_per_task", "trainer_program", "trainer_command", "trainer_is_train",
+      "trainer_args", "arg"};
+  return names;
+}
+
+void check_template_names(const std::string& text, const std::string& origin) {
+  static const std::regex tag(R"(\{\{(\{?)\s*([#^/&]?)\s*([A-Za-z0-9_.]+)\s*\}?\}\})");
+  const auto& known = known_template_names();
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), tag); it != std::sregex_iterator(); ++it) {
+    std::string name = (*it)[3].str();
+    if (name == ".") continue;
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      auto [line, column] = line_column_at(text, static_cast<size_t>(it->position(0)));
+      throw UserError(origin + ":" + std::to_string(line) + ":" + std::to_string(column),
+                      "the template uses {{" + name + "}}, which hpclaunch does not provide",
+                      suggest_fix(name, known, "names (docs/templates.md)"));
+    }
+  }
+}
+
+data flag(bool b) { return b ? data::type::bool_true : data::type::bool_false; }
+
+data template_data(const Spec& spec, const RenderContext& ctx) {
+  const auto& p = spec.profile;
+  data d;
+  d.set("version", comment_text(ctx.version));
+  d.set("command", comment_command_line(ctx.command));
+  d.set("preset", comment_text(spec.preset));
+  d.set("cluster", comment_text(spec.cluster));
+  d.set("strategy", spec.strategy);  // one of known_strategies()
+  d.set("spec_hash", spec.hash());
+  d.set("nodes", std::to_string(spec.shape.nodes));
+  d.set("gpus_per_node", std::to_string(spec.shape.gpus_per_node));
+  d.set("world_size", std::to_string(spec.world_size()));
+
+  data sbatch{data::type::list};
+  for (const auto& line : sbatch_directives(spec)) {
+    data item;
+    item.set("directive", line);
+    sbatch << item;
+  }
+  d.set("sbatch", sbatch);
+
+  d.set("has_modules", flag(!p.modules.empty()));
+  d.set("modules", string_list(p.modules, "name"));
+  d.set("has_setup", flag(!p.setup.empty()));
+  d.set("setup", string_list(p.setup, "line"));
+
+  bool p2p_auto = false;
+  std::string p2p_reason;
+  for (const auto& v : p.nccl) {
+    if (v.name == "NCCL_P2P_DISABLE" && v.value == "auto") {
+      p2p_auto = true;
+      p2p_reason = v.reason;
+    }
+  }
+  d.set("p2p_reason", p2p_reason.empty() ? data{data::type::list} : comment_lines(p2p_reason));
+  d.set("nccl", env_list(p.nccl, true));
+  d.set("p2p_auto", flag(p2p_auto));
+  d.set("env", env_list(p.env, false));
+
+  d.set("has_ib_suffix", flag(!p.ib_suffix.empty()));
+  d.set("ib_suffix", p.ib_suffix);
+  d.set("resolve_master_addr", flag(p.resolve_master_addr));
+  d.set("port_min", std::to_string(p.port_min));
+  d.set("port_max", std::to_string(p.port_max));
+  d.set("port_span", std::to_string(p.port_max - p.port_min + 1));
+
+  d.set("requeue", flag(spec.job.signal_seconds > 0));
+  d.set("signal_seconds", std::to_string(spec.job.signal_seconds));
+  d.set("max_requeues", std::to_string(spec.job.max_requeues));
+  d.set("srun_wait", std::to_string(spec.job.srun_wait));
+  d.set("ntasks_per_node", std::to_string(spec.shape.gpus_per_node));
+  d.set("cpus_per_task", std::to_string(spec.shape.cpus_per_gpu));
+
+  d.set("trainer_program", spec.trainer.program);
+  d.set("trainer_command", spec.trainer.command);  // one of known_trainer_commands()
+  d.set("trainer_is_train", flag(spec.trainer.command == "train"));
+  d.set("trainer_args", string_list(spec.trainer.args, "arg"));
+  return d;
+}
+
+}  // namespace
+
+std::vector<std::string> sbatch_directives(const Spec& spec) {
+  const auto& s = spec.shape;
+  const auto& p = spec.profile;
+  const auto& j = spec.job;
+  std::vector<std::string> out;
+  out.push_back(directive("job-name", j.name));
+  out.push_back(int_directive("nodes", s.nodes));
+  out.push_back(int_directive("ntasks-per-node", s.gpus_per_node));
+  out.push_back(int_directive("cpus-per-task", s.cpus_per_gpu));
+  std::string count = std::to_string(s.gpus_per_node);
+  if (p.gpu_request == GpuRequest::Gres) {
+    out.push_back(directive("gres", "gpu:" + (p.gpu_type.empty() ? "" : p.gpu_type + ":") + count));
+  } else {
+    out.push_back(directive("gpus-per-node", (p.gpu_type.empty() ? "" : p.gpu_type + ":") + count));
+  }
+  if (!s.mem_per_gpu.empty()) out.push_back(directive("mem-per-gpu", s.mem_per_gpu));
+  out.push_back(directive("time", s.time));
+  if (!p.partition.empty()) out.push_back(directive("partition", p.partition));
+  if (!p.account.empty()) out.push_back(directive("account", p.account));
+  if (!p.qos.empty()) out.push_back(directive("qos", p.qos));
+  if (!p.constraint.empty()) out.push_back(directive("constraint", p.constraint));
+  if (!p.reservation.empty()) out.push_back(directive("reservation", p.reservation));
+  out.push_back(directive("output", j.output));
+  if (!j.error.empty()) out.push_back(directive("error", j.error));
+  // Appending keeps the log of every requeued run in one file.
+  out.push_back("--open-mode=append");
+  if (!j.chdir.empty()) out.push_back(directive("chdir", j.chdir));
+  if (j.signal_seconds > 0) {
+    out.push_back("--signal=B:USR1@" + std::to_string(j.signal_seconds));
+    out.push_back("--requeue");
+  }
+  for (const auto& extra : p.sbatch_extra) {
+    auto eq = extra.find('=');
+    if (eq == std::string::npos) out.push_back(extra);
+    else out.push_back(extra.substr(0, eq + 1) + sbatch_quote(extra.substr(eq + 1)));
+  }
+  return out;
+}
+
+ScriptTemplate ScriptTemplate::from_file(const std::filesystem::path& path) {
+  return from_text(read_text_file(path, "template"), path.string());
+}
+
+ScriptTemplate ScriptTemplate::from_text(std::string text, std::string origin) {
+  std::string marked = mark_standalone_closing_tags(text);
+  mustache probe(marked);
+  if (!probe.is_valid()) {
+    // kainjow reports a byte offset ("Unclosed section \"a\" at 12"); show line:column.
+    std::string msg = probe.error_message();
+    std::string where = origin;
+    auto at = msg.rfind(" at ");
+    if (at != std::string::npos && msg.find_first_not_of("0123456789", at + 4) == std::string::npos &&
+        at + 4 < msg.size()) {
+      size_t offset = std::stoul(msg.substr(at + 4));
+      auto [line, column] = line_column_at(marked, offset);
+      where += ":" + std::to_string(line) + ":" + std::to_string(column);
+      msg = msg.substr(0, at);
+    }
+    throw UserError(where, "template does not parse: " + msg,
+                    "fix the mustache syntax (compare with the built-in templates/sbatch.sh.mustache)");
+  }
+  check_template_names(text, origin);
+  ScriptTemplate t;
+  t.text_ = std::move(text);
+  t.origin_ = std::move(origin);
+  return t;
+}
+
+std::string ScriptTemplate::render(const Spec& spec, const RenderContext& context) const {
+  mustache tmpl(mark_standalone_closing_tags(text_));
+  tmpl.set_custom_escape([](const std::string& s) { return shell_quote(s); });
+  std::string out = remove_dropped_lines(tmpl.render(template_data(spec, context)));
+  if (!tmpl.is_valid()) {
+    throw UserError(origin_, "template failed to render: " + tmpl.error_message(),
+                    "fix the template");
+  }
+  return out;
+}
+
+}  // namespace hpc

@@ -1,0 +1,39 @@
+// Spec -> batch script, through a mustache template (templates/sbatch.sh.mustache).
+//
+// In the template, {{name}} is shell-quoted (the escape function is shell_quote), so a user's
+// copy of the template stays safe by default; {{{name}}} is inserted as is and is only offered
+// for values hpclaunch has validated or formatted itself (integers, #SBATCH directives,
+// comments).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "spec/spec.h"
+
+namespace hpc {
+
+struct RenderContext {
+  std::string version;                  // hpclaunch version
+  std::vector<std::string> command;     // the generating command line, for the header
+};
+
+// The #SBATCH directives of a spec, without the "#SBATCH " prefix, in the script's order.
+std::vector<std::string> sbatch_directives(const Spec& spec);
+
+// A compiled template; reuse it to render many specs (sweeps).
+class ScriptTemplate {
+ public:
+  // Throws UserError naming the file when it cannot be read or does not parse.
+  static ScriptTemplate from_file(const std::filesystem::path& path);
+  static ScriptTemplate from_text(std::string text, std::string origin);
+
+  std::string render(const Spec& spec, const RenderContext& context) const;
+  const std::string& origin() const { return origin_; }
+
+ private:
+  std::string text_, origin_;
+};
+
+}  // namespace hpc

@@ -1,0 +1,22 @@
+#include "spec/slurm_time.h"
+
+#include <regex>
+
+namespace hpc {
+
+std::optional<long> slurm_time_seconds(const std::string& text) {
+  if (text == "UNLIMITED" || text == "INFINITE" || text == "unlimited" || text == "infinite")
+    return -1;
+  static const std::regex form(R"((?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?)");
+  std::smatch m;
+  if (text.size() > 20 || !std::regex_match(text, m, form)) return std::nullopt;
+  for (int i = 1; i <= 4; ++i)
+    if (m[i].length() > 9) return std::nullopt;  // no Slurm duration needs more; no overflow
+  auto num = [&](int i) { return m[i].matched ? std::stol(m[i].str()) : 0L; };
+  if (m[1].matched) return num(1) * 86400 + num(2) * 3600 + num(3) * 60 + num(4);
+  if (m[4].matched) return num(2) * 3600 + num(3) * 60 + num(4);  // hours:minutes:seconds
+  if (m[3].matched) return num(2) * 60 + num(3);                  // minutes:seconds
+  return num(2) * 60;                                              // minutes
+}
+
+}  // namespace hpc
