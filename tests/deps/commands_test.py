@@ -79,20 +79,26 @@ class ShellScanner:
         start = self.i
         while self.i < len(self.s) and self.s[self.i] not in WORD_END:
             c = self.s[self.i]
-            if c == "\\":
-                self.i += 2
-            elif c == "'":
+            if c == "'":
                 self.single_quoted()
             elif c == '"':
                 self.double_quoted()
-            elif c == "`":
-                self.i += 1
-                self.commands(closer="`")
-            elif c == "$":
-                self.dollar()
             else:
-                self.i += 1
+                self.escape_or_expansion()
         return self.s[start:self.i]
+
+    def escape_or_expansion(self):
+        """Steps over the character at i: a backslash escape, $..., a `...` command, or itself."""
+        c = self.s[self.i]
+        if c == "\\":
+            self.i += 2
+        elif c == "$":
+            self.dollar()
+        elif c == "`":
+            self.i += 1
+            self.commands(closer="`")
+        else:
+            self.i += 1
 
     def single_quoted(self):
         end = self.s.find("'", self.i + 1)
@@ -101,16 +107,7 @@ class ShellScanner:
     def double_quoted(self):
         self.i += 1
         while self.i < len(self.s) and self.s[self.i] != '"':
-            c = self.s[self.i]
-            if c == "\\":
-                self.i += 2
-            elif c == "$":
-                self.dollar()
-            elif c == "`":
-                self.i += 1
-                self.commands(closer="`")
-            else:
-                self.i += 1
+            self.escape_or_expansion()
         self.i += 1
 
     def dollar(self):
@@ -242,13 +239,13 @@ class ShellScanner:
                 continue
             if w in WRAPPERS:
                 self.found.append((line, w))
-                self.after_wrapper(w)
+                self.after_wrapper()
                 continue
             if PROGRAM.fullmatch(w):
                 self.found.append((line, w))
             at_command = False
 
-    def after_wrapper(self, wrapper):
+    def after_wrapper(self):
         """Skips a wrapper's options and their values; the next word is a command again."""
         while True:
             save = self.i
@@ -256,9 +253,7 @@ class ShellScanner:
                 self.i += 1
             w = self.word() if self.peek() not in WORD_END else ""
             if w.startswith("-") or re.fullmatch(r"[0-9.]+[smhd]?", w) or ASSIGNMENT.match(w):
-                if wrapper in ("timeout", "flock") and re.fullmatch(r"[0-9.]+[smhd]?", w):
-                    continue
-                continue
+                continue  # an option, a duration (timeout) or a VAR=value (env)
             self.i = save
             return
 
