@@ -17,17 +17,12 @@
 
 extern char** environ;
 
+#include "text.h"
+
 namespace hpc {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string first_line(const std::string& s) {
-  size_t start = s.find_first_not_of(" \n");
-  if (start == std::string::npos) return "";
-  size_t end = s.find('\n', start);
-  return s.substr(start, end == std::string::npos ? std::string::npos : end - start);
-}
 
 }  // namespace
 

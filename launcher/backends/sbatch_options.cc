@@ -10,15 +10,14 @@
 #include <set>
 
 #include "error.h"
+#include "posix_io.h"
+#include "text.h"
 #include "render/shell.h"
 #include "spec/spec.h"
 
 namespace hpc {
 namespace {
 
-bool all_digits(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
-}
 
 // ---- #SBATCH parsing ------------------------------------------------------------------------
 
@@ -44,23 +43,6 @@ const std::set<std::string>& long_options_with_value() {
 // sbatch's short options that take a value ("A:B:c:C:d:D:e:F:G:i:J:L:m:M:n:N:o:p:q:S:t:w:x:").
 bool short_option_takes_value(char c) {
   return std::strchr("ABcCdDeFGiJLmMnNopqStwx", c) != nullptr;
-}
-
-int signal_from_name(std::string name) {
-  if (all_digits(name)) {
-    int n = std::atoi(name.c_str());
-    return n >= 1 && n < 65 ? n : 0;
-  }
-  std::transform(name.begin(), name.end(), name.begin(), ::toupper);
-  if (name.rfind("SIG", 0) == 0) name = name.substr(3);
-  static const std::map<std::string, int> names = {
-      {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT},   {"ABRT", SIGABRT},
-      {"KILL", SIGKILL}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2},   {"PIPE", SIGPIPE},
-      {"ALRM", SIGALRM}, {"TERM", SIGTERM}, {"CONT", SIGCONT},   {"STOP", SIGSTOP},
-      {"TSTP", SIGTSTP}, {"URG", SIGURG},   {"XCPU", SIGXCPU},   {"XFSZ", SIGXFSZ},
-      {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}};
-  auto it = names.find(name);
-  return it == names.end() ? 0 : it->second;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "follow/run_record.h"
 #include "spec/slurm_time.h"
+#include "text.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -38,13 +39,6 @@ std::string random_tag() {
 }
 
 bool is_absolute(const std::string& p) { return !p.empty() && p[0] == '/'; }
-
-std::string trim(const std::string& s) {
-  size_t a = s.find_first_not_of(" \t\r\n");
-  if (a == std::string::npos) return "";
-  size_t b = s.find_last_not_of(" \t\r\n");
-  return s.substr(a, b - a + 1);
-}
 
 }  // namespace
 

@@ -36,7 +36,7 @@ bool poll_one(Backend& backend, PoolJob& j, const PoolLimits& limits, const Pool
   try {
     s = backend.status(j.job_id);
   } catch (const BackendError& e) {
-    j.message = "status: " + first_line(e.what());  // transient: ask again next time
+    j.message = "status: " + printable_first_line(e.what());  // transient: ask again next time
     return false;
   }
   if (!s.found) s.state = "LOST";
@@ -141,10 +141,10 @@ bool run_job_pool(Backend& backend, const BackendChoice& choice,
         ++active;
       } catch (const BackendError& e) {
         j.state = "SUBMIT_FAILED";
-        j.message = first_line(e.what());
+        j.message = printable_first_line(e.what());
       } catch (const UserError& e) {
         j.state = "SUBMIT_FAILED";
-        j.message = first_line(e.what());
+        j.message = printable_first_line(e.what());
       }
       if (hooks.changed) hooks.changed();
     }

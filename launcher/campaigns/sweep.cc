@@ -13,7 +13,7 @@
 #include <sstream>
 #include <thread>
 
-#include <fmt/core.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "atomic_file.h"
@@ -55,12 +55,6 @@ json point_json(const Point& p) {
 
 std::string str_at(const json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
-}
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
-  return s;
 }
 
 long long_option(const std::vector<std::string>& args, const std::string& flag) {
@@ -162,7 +156,7 @@ void measure(Backend& backend, Point& p, int warmup) {
   try {
     text = read_backend_file(backend, path);
   } catch (const std::exception& e) {
-    p.job.message = "metrics unreadable: " + path + ": " + first_line(e.what());
+    p.job.message = "metrics unreadable: " + path + ": " + printable_first_line(e.what());
     return;
   }
   if (!text) {
@@ -318,7 +312,8 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
   }
   std::string out_dir = config.out_dir;
   if (out_dir.empty()) {
-    out_dir = "sweeps/" + join(config.presets, "_") + "-" + join(config.strategies, "_") + "-" + config.scaling;
+    out_dir = fmt::format("sweeps/{}-{}-{}", fmt::join(config.presets, "_"),
+                           fmt::join(config.strategies, "_"), config.scaling);
   }
   std::string sweep_name = run_dir_name(fs::path(out_dir).lexically_normal().filename().string());
   if (sweep_name.empty() || sweep_name == "." ) sweep_name = "sweep";

@@ -546,7 +546,7 @@ int run_tune(const TuneConfig& config, const BackendChoice& choice, const std::v
       if (!o.score) j.message = "no rows in " + path;
     } catch (const std::exception& e) {
       o.bench.reset();
-      j.message = "unreadable: " + first_line(e.what());
+      j.message = "unreadable: " + printable_first_line(e.what());
     }
   };
   hooks.show = [&]() {

@@ -88,7 +88,7 @@ int parse(CLI::App& app, const std::vector<std::string>& args) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "hpclaunch: error: " << first_line(e.what()) << "; see hpclaunch --help"
+    std::cerr << "hpclaunch: error: " << printable_first_line(e.what()) << "; see hpclaunch --help"
               << std::endl;
     return kExitUsage;
   }
@@ -146,7 +146,7 @@ int run_cli(const std::vector<std::string>& raw_args) {
     std::cerr << "hpclaunch: error: " << comment_text(e.what()) << std::endl;
     return kExitUsage;
   } catch (const std::exception& e) {
-    std::cerr << "hpclaunch: internal error: " << first_line(e.what())
+    std::cerr << "hpclaunch: internal error: " << printable_first_line(e.what())
               << " (please report it)" << std::endl;
     return 1;
   }

@@ -86,7 +86,7 @@ std::string comment_text(std::string_view s) {
   return out;
 }
 
-std::string first_line(std::string_view text) {
+std::string printable_first_line(std::string_view text) {
   return comment_text(text.substr(0, text.find('\n')));
 }
 

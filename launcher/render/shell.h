@@ -23,7 +23,7 @@ std::string comment_text(std::string_view s);
 
 // The first line of a message (an exception's what()), made printable as comment_text does:
 // what the one-line errors and the campaigns' rows show.
-std::string first_line(std::string_view text);
+std::string printable_first_line(std::string_view text);
 
 // A command line for a comment: each argument shell-quoted, control characters escaped.
 std::string comment_command_line(const std::vector<std::string>& argv);

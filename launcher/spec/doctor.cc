@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fmt/core.h>
+#include <fmt/format.h>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -24,6 +24,7 @@
 #include "render/shell.h"
 #include "spec/spec.h"
 #include "subprocess.h"
+#include "text.h"
 
 namespace fs = std::filesystem;
 
@@ -37,31 +38,10 @@ std::vector<std::string> split_ws(const std::string& line) {
   return words;
 }
 
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
-
-bool starts_with(const std::string& s, const std::string& prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
-}
-
 bool is_indexed(const std::string& word, const std::string& prefix) {
   if (word.size() <= prefix.size() || !starts_with(word, prefix)) return false;
   return std::all_of(word.begin() + static_cast<long>(prefix.size()), word.end(),
                      [](unsigned char c) { return std::isdigit(c); });
-}
-
-std::string join(const std::vector<std::string>& items, const std::string& sep) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : sep) + item;
-  return out;
-}
-
-std::string first_line_of(const std::string& text) {
-  std::string t = trim(text);
-  return t.substr(0, t.find('\n'));
 }
 
 }  // namespace
@@ -212,12 +192,12 @@ DoctorCheck check_gpu_topology(const std::optional<std::string>& topo, const std
   }
   std::vector<std::string> summary;
   for (const auto& [kind, n] : kinds) summary.push_back(fmt::format("{} x{}", kind, n));
-  c.detail = fmt::format("{} GPUs ({})", t.gpus.size(), join(t.gpus, " "));
-  if (!summary.empty()) c.detail += ", links: " + join(summary, ", ");
-  if (!t.nics.empty()) c.detail += ", NICs: " + join(t.nics, " ");
+  c.detail = fmt::format("{} GPUs ({})", t.gpus.size(), fmt::join(t.gpus, " "));
+  if (!summary.empty()) c.detail += fmt::format(", links: {}", fmt::join(summary, ", "));
+  if (!t.nics.empty()) c.detail += fmt::format(", NICs: {}", fmt::join(t.nics, " "));
   if (t.any_sys()) {
     c.status = CheckStatus::Warn;
-    c.detail += ", SYS between " + join(sys_pairs, " ");
+    c.detail += fmt::format(", SYS between {}", fmt::join(sys_pairs, " "));
     c.suggestion = "set profile.nccl.NCCL_P2P_DISABLE = 1 (or \"auto\" when only some nodes are "
                    "like this): NCCL's P2P transport hangs across SYS links";
   }
@@ -233,9 +213,11 @@ DoctorCheck check_infiniband(const std::vector<std::string>& devices, const std:
     return c;
   }
   c.detail = fmt::format("{} device{}: {} ({})", devices.size(), devices.size() == 1 ? "" : "s",
-                         join(devices, " "), source);
-  c.suggestion = "profile.nccl.NCCL_IB_HCA = \"" + join(devices, ",") +
-                 "\" (only when NCCL picks the wrong HCAs; leave out the ones not on the fabric)";
+                         fmt::join(devices, " "), source);
+  c.suggestion = fmt::format(
+      "profile.nccl.NCCL_IB_HCA = \"{}\" (only when NCCL picks the wrong HCAs; leave out the "
+      "ones not on the fabric)",
+      fmt::join(devices, ","));
   return c;
 }
 
@@ -245,10 +227,10 @@ DoctorCheck check_interfaces(const std::vector<NetInterface>& interfaces) {
   for (const auto& i : interfaces) {
     if (i.name == "lo") continue;
     std::string s = i.name + (i.up ? " up" : " down");
-    if (!i.ipv4.empty()) s += " " + join(i.ipv4, ",");
+    if (!i.ipv4.empty()) s += fmt::format(" {}", fmt::join(i.ipv4, ","));
     shown.push_back(s);
   }
-  c.detail = shown.empty() ? "no interfaces besides lo" : join(shown, "; ");
+  c.detail = shown.empty() ? "no interfaces besides lo" : fmt::format("{}", fmt::join(shown, "; "));
   auto candidates = socket_ifname_candidates(interfaces);
   if (candidates.empty()) {
     c.status = CheckStatus::Warn;
@@ -257,7 +239,8 @@ DoctorCheck check_interfaces(const std::vector<NetInterface>& interfaces) {
   }
   c.suggestion = "profile.nccl.NCCL_SOCKET_IFNAME = \"" + candidates.front() +
                  "\" and profile.env.GLOO_SOCKET_IFNAME = \"" + candidates.front() + "\"";
-  if (candidates.size() > 1) c.suggestion += " (candidates: " + join(candidates, ", ") + ")";
+  if (candidates.size() > 1)
+    c.suggestion += fmt::format(" (candidates: {})", fmt::join(candidates, ", "));
   return c;
 }
 
@@ -438,8 +421,8 @@ DoctorCheck check_slurm_version() {
     c.suggestion = "run on a login or compute node of the cluster (or load its slurm module)";
     return c;
   }
-  c.detail = "sinfo: " + (sinfo ? first_line_of(*sinfo) : sinfo_error) +
-             "; scontrol: " + (scontrol ? first_line_of(*scontrol) : scontrol_error);
+  c.detail = "sinfo: " + (sinfo ? first_line(*sinfo) : sinfo_error) +
+             "; scontrol: " + (scontrol ? first_line(*scontrol) : scontrol_error);
   if (!sinfo || !scontrol) c.status = CheckStatus::Warn;
   return c;
 }
