@@ -3,14 +3,14 @@
 // (`hpclaunch run --preset 1n2g --local` trains a tiny model on CPU).
 //
 // How a job runs (everything lives in its run directory, <runs_root>/<job_name>-<id>/):
-//   submit     allocates an id (<runs_root>/.local-jobs, under flock), writes script.sbatch, the
-//              request's files, local-job.json (what to run) and bin/srun, bin/scontrol (symlinks
-//              to the hpclaunch executable), then starts a detached supervisor:
-//   supervisor `hpclaunch __local-job RUN_DIR` in its own session (it outlives the submitting
-//              process and its Ctrl-C). It runs `bash script.sbatch` in a new session with the
-//              SLURM_* variables of a one-node allocation, output to the job's output file(s),
-//              keeps the time limit (--signal=B:USR1@N before it, TERM then KILL at it), obeys
-//              cancel and `scontrol requeue`, and records the job in local-state.json.
+//   submit     plans the job (local_plan.h: paths, limits, the SLURM_* variables of a one-node
+//              allocation), allocates an id (job_counter.h), writes script.sbatch, the request's
+//              files, local-job.json (local_job.h) and bin/srun, bin/scontrol (symlinks to the
+//              hpclaunch executable), then starts a detached supervisor:
+//   supervisor `hpclaunch __local-job RUN_DIR` in its own session (local_supervisor.h): it
+//              outlives the submitting process and its Ctrl-C, runs `bash script.sbatch`, keeps
+//              the time limit, obeys cancel and `scontrol requeue`, and records the job's state
+//              in local-state.json.
 //   srun       bin/srun (local_srun.h) spawns one process per task, each in its own process
 //              group inside the job's session, so the whole job is one session id: that is what
 //              cancel and the time limit signal, like Slurm signals a job's cgroup.
@@ -24,7 +24,9 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "backends/sbatch_options.h"
+#include "backends/local_job.h"
+#include "backends/local_plan.h"
+#include "backends/process_session.h"
 #include "backends/slurm_filename.h"
 
 namespace hpc {
@@ -61,53 +63,20 @@ class LocalBackend : public Backend {
   std::string run_dir_of(const std::string& job_id) const;
 
  private:
+  // What this machine contributes to a job's plan (local_plan.h), read now.
+  LocalSubmitContext submit_context() const;
+  // The absolute path of the hpclaunch executable; throws BackendError when it cannot be run.
+  std::string executable(const std::string& submit_dir) const;
+
   std::string runs_root_;
   LocalBackendOptions options_;
   std::map<std::string, std::string> submitted_;  // job id -> run dir, of jobs submitted here
 };
-
-// ---- shared by the backend, the supervisor and the srun/scontrol shims --------------------
-
-// The files of a run directory.
-inline constexpr const char* kLocalJobFile = "local-job.json";      // written by submit
-inline constexpr const char* kLocalStateFile = "local-state.json";  // written by the supervisor
-inline constexpr const char* kLocalRequeueFile = "local-requeue";   // written by scontrol requeue
-
-// The run directory of job `job_id` under `runs_root` ("" when absent).
-std::string find_local_run_dir(const std::string& runs_root, const std::string& job_id);
-
-// What local-state.json says about a job.
-struct LocalJobState {
-  std::string job_id;
-  std::string state = "PENDING";  // PENDING RUNNING COMPLETING REQUEUED COMPLETED FAILED
-                                  // CANCELLED TIMEOUT
-  std::string detail;
-  pid_t supervisor_pid = 0;
-  pid_t pid = 0;   // the batch shell
-  pid_t pgid = 0;  // its process group = session id: every process of the job
-  double submit_time = 0, start_time = 0, end_time = 0;  // seconds since the epoch; 0: not yet
-  int exit_code = -1;
-  int exit_signal = 0;
-  int restarts = 0;
-  int max_restarts = 0;
-};
-std::optional<LocalJobState> read_local_state(const std::string& run_dir);
-void write_local_state(const std::string& run_dir, const LocalJobState& state);
-bool is_local_final_state(const std::string& state);
-
-// Whether `pid` is the live supervisor of `run_dir` (not a recycled pid, not a zombie).
-bool local_supervisor_alive(pid_t pid, const std::string& run_dir);
-
-// The live (non-zombie) processes whose session id is `sid`.
-std::vector<pid_t> processes_in_session(pid_t sid);
 
 // The entry points of the hpclaunch binary other than its command line, for main():
 //   argv[0] named srun or scontrol -> the local shims (local_srun.h);
 //   hpclaunch __local-job RUN_DIR READY_FD -> the job supervisor.
 // Returns the exit status, or nullopt when argv is an ordinary hpclaunch command line.
 std::optional<int> run_local_entry_point(const std::vector<std::string>& argv);
-
-// The supervisor of one local job (see the top of this file). Returns its exit status.
-int run_local_job_supervisor(const std::string& run_dir, int ready_fd);
 
 }  // namespace hpc

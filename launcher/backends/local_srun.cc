@@ -15,16 +15,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
 
 #include "atomic_file.h"
 #include "error.h"
 #include "hostlist.h"
+#include "posix_io.h"
 #include "backends/local_backend.h"
 
 extern char** environ;
@@ -57,19 +56,9 @@ int env_int(const char* name, int fallback) {
   return end && *end == '\0' && n >= 0 && n < 1000000 ? static_cast<int>(n) : fallback;
 }
 
-void write_all(int fd, const char* data, size_t size) {
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = write(fd, data + done, size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // a closed stdout: drop the output, keep the tasks running
-    done += static_cast<size_t>(n);
-  }
-}
-
 void say(const std::string& line) {
   std::string text = line + "\n";
-  write_all(2, text.data(), text.size());
+  write_all(2, text);
 }
 
 // ---- srun's command line ----------------------------------------------------------------------
@@ -277,7 +266,7 @@ class StepRunner {
       argv.push_back(nullptr);
       execvpe(argv[0], argv.data(), envp.data());
       std::string msg = "slurmstepd: error: execve(): " + o_.command[0] + ": " + std::strerror(errno) + "\n";
-      write_all(2, msg.data(), msg.size());
+      write_all(2, msg);
       _exit(2);
     }
     setpgid(pid, pid);  // also here, so that a signal right after fork reaches the whole group
@@ -319,7 +308,7 @@ class StepRunner {
       start = s.buf.size();
     }
     s.buf.erase(0, start);
-    if (!text.empty()) write_all(s.target, text.data(), text.size());
+    if (!text.empty()) write_all(s.target, text);
   }
 
   void drain(Stream& s, int rank) {
@@ -523,13 +512,8 @@ int scontrol_requeue(const std::string& ids) {
       rc = 1;
       continue;
     }
-    bool allowed = true;
-    try {
-      std::ifstream in(run_dir + "/" + kLocalJobFile);
-      allowed = nlohmann::json::parse(in).value("requeue_allowed", true);
-    } catch (const std::exception&) {
-    }
-    if (!allowed) {
+    auto job = read_local_job(run_dir);
+    if (job && !job->requeue_allowed) {
       say("scontrol: error: Requested operation is disabled for job " + id + " (--no-requeue)");
       rc = 1;
       continue;
@@ -576,7 +560,7 @@ int run_local_scontrol(const std::vector<std::string>& argv) {
     try {
       std::string out;
       for (const auto& host : HostList::expand(list)) out += host + "\n";
-      write_all(1, out.data(), out.size());
+      write_all(1, out);
       return 0;
     } catch (const UserError& e) {
       say(std::string("scontrol: error: ") + e.what());
@@ -589,7 +573,7 @@ int run_local_scontrol(const std::vector<std::string>& argv) {
     std::string host;
     while (std::getline(in, host, ',')) hosts.push_back(host);
     std::string out = HostList::compress(hosts) + "\n";
-    write_all(1, out.data(), out.size());
+    write_all(1, out);
     return 0;
   }
   if (command == "requeue") {
