@@ -18,7 +18,7 @@ struct sftp_session_struct;
 
 namespace hpc {
 
-class SocketWatchdog;  // ssh_host.cc
+class SocketWatchdog;  // ssh_internal.h
 
 struct SshHostOptions {
   // "login1", "user@login1", or a Host alias of the ssh config (HostName, User, Port,
