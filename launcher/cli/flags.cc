@@ -24,13 +24,7 @@ void SelectionFlags::add_to(CLI::App* app) {
 
 SpecRequest SelectionFlags::request(
     const std::optional<std::vector<std::string>>& trainer_args) const {
-  SpecRequest r;
-  if (!preset.empty()) r.preset = preset;
-  if (!cluster.empty()) r.cluster = cluster;
-  if (!strategy.empty()) r.strategy = strategy;
-  r.sets = sets;
-  if (!project.empty()) r.project_file = fs::path(project);
-  r.read_project_file = !no_project;
+  SpecRequest r = make_spec_request(preset, cluster, strategy, sets, project, no_project);
   r.trainer_args = trainer_args;
   return r;
 }

@@ -390,6 +390,19 @@ std::string Spec::canonical_json() const {
 
 std::string Spec::hash() const { return sha256_hex(canonical_json()); }
 
+SpecRequest make_spec_request(const std::string& preset, const std::string& cluster,
+                              const std::string& strategy, std::vector<std::string> sets,
+                              const std::string& project, bool no_project) {
+  SpecRequest r;
+  if (!preset.empty()) r.preset = preset;
+  if (!cluster.empty()) r.cluster = cluster;
+  if (!strategy.empty()) r.strategy = strategy;
+  r.sets = std::move(sets);
+  if (!project.empty()) r.project_file = std::filesystem::path(project);
+  r.read_project_file = !no_project;
+  return r;
+}
+
 Spec resolve_spec(const Catalog& catalog, const SpecRequest& request) {
   // 1. Layers that may name the preset, cluster and strategy.
   auto defaults = catalog.defaults();

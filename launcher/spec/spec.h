@@ -103,6 +103,12 @@ struct SpecRequest {
   bool read_project_file = true;                          // --no-project turns it off
 };
 
+// A request from command-line words, as `render`, `sweep` and `tune` take them: "" leaves that
+// choice to the layers below (a preset's defaults, ./hpclaunch.json).
+SpecRequest make_spec_request(const std::string& preset, const std::string& cluster,
+                              const std::string& strategy, std::vector<std::string> sets,
+                              const std::string& project, bool no_project);
+
 // A name a shell can export: letters, digits and '_', not starting with a digit.
 bool is_env_name(const std::string& s);
 
