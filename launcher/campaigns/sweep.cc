@@ -195,6 +195,118 @@ ResultRow row_of(const Point& p) {
   return r;
 }
 
+// The sweep's directory: --out, else sweeps/<presets>-<strategies>-<scaling>.
+std::string sweep_out_dir(const SweepConfig& config) {
+  if (!config.out_dir.empty()) return config.out_dir;
+  return fmt::format("sweeps/{}-{}-{}", fmt::join(config.presets, "_"),
+                     fmt::join(config.strategies, "_"), config.scaling);
+}
+
+// The name of the sweep's jobs and report: its directory's.
+std::string sweep_name_of(const std::string& out_dir) {
+  std::string name = run_dir_name(fs::path(out_dir).lexically_normal().filename().string());
+  return name.empty() || name == "." ? "sweep" : name;
+}
+
+// Every point resolved and rendered: a bad one stops the sweep before anything is submitted.
+// The trainer's arguments of a point depend on the smallest and largest world of the sweep.
+std::vector<Point> sweep_points(const SweepConfig& config, const Catalog& catalog,
+                                const std::string& backend_kind, const std::string& sweep_name,
+                                const std::vector<std::string>& command) {
+  std::vector<std::string> shapes = catalog.names(PresetKind::Shape);
+  for (const auto& p : config.presets) {
+    if (!catalog.has(PresetKind::Shape, p)) {
+      throw UserError("--presets", "unknown preset \"" + comment_text(p) + "\"",
+                      suggest_fix(p, shapes, "presets"));
+    }
+  }
+  std::map<std::string, Shape> shape_of;
+  int smallest = 0, largest = 0;
+  for (const auto& p : config.presets) {
+    SpecRequest r = make_spec_request(p, config.cluster, config.strategies.front(), config.sets,
+                                      config.project, config.no_project);
+    Spec s = resolve_spec(catalog, r);
+    check_backend_fits(backend_kind, s, "--presets");
+    shape_of[p] = s.shape;
+    int w = s.world_size();
+    smallest = smallest == 0 ? w : std::min(smallest, w);
+    largest = std::max(largest, w);
+  }
+  fs::path tmpl = config.template_file.empty() ? catalog.default_template()
+                                               : fs::path(config.template_file);
+  ScriptTemplate script_template = ScriptTemplate::from_file(tmpl);
+
+  std::vector<Point> points;
+  for (const auto& strategy : config.strategies) {
+    for (const auto& preset : config.presets) {
+      Point p;
+      p.preset = preset;
+      p.strategy = strategy;
+      std::vector<std::string> sets = {"job.name=" + sweep_name + "-" + preset + "-" + strategy};
+      sets.insert(sets.end(), config.sets.begin(), config.sets.end());
+      SpecRequest r = make_spec_request(preset, config.cluster, strategy, std::move(sets),
+                                        config.project, config.no_project);
+      int world = shape_of[preset].nodes * shape_of[preset].gpus_per_node;
+      r.trainer_args = point_trainer_args(config.trainer_args, config.scaling, config.steps,
+                                          world, smallest, largest);
+      p.job.key = p.key();
+      p.job.spec = resolve_spec(catalog, r);
+      p.nodes = p.job.spec.shape.nodes;
+      p.gpus = p.job.spec.world_size();
+      p.job.script = script_template.render(p.job.spec, RenderContext{kVersion, command});
+      points.push_back(std::move(p));
+    }
+  }
+  return points;
+}
+
+// The points of an earlier run of the sweep (sweep.json), by "preset/strategy".
+std::map<std::string, json> read_previous_points(const fs::path& state_file) {
+  std::map<std::string, json> previous;
+  std::error_code ec;
+  if (!fs::exists(state_file, ec)) return previous;
+  json s = read_json_file(state_file);
+  if (!s.is_object() || !s.contains("points") || !s["points"].is_array()) {
+    throw UserError(state_file.string(), "not a sweep state file (no \"points\" list)",
+                    "choose another --out, or remove the file to start the sweep afresh");
+  }
+  for (const auto& e : s["points"]) {
+    if (e.is_object()) previous[str_at(e, "preset") + "/" + str_at(e, "strategy")] = e;
+  }
+  return previous;
+}
+
+// Points an earlier run finished (COMPLETED: kept) or left running (adopted: followed, not
+// resubmitted), when their spec is unchanged; failed points run again.
+void adopt_previous_points(std::vector<Point>& points, const std::map<std::string, json>& previous,
+                           int& kept, int& adopted) {
+  for (auto& p : points) {
+    auto it = previous.find(p.key());
+    if (it == previous.end()) continue;
+    const json& e = it->second;
+    std::string hash = str_at(e, "spec_hash"), state = str_at(e, "state"), job = str_at(e, "job_id");
+    if (job.empty() || hash != p.job.spec.hash()) {
+      if (!job.empty()) {
+        std::cerr << "hpclaunch: sweep: " << p.key() << ": the spec changed since job " << job
+                  << "; submitting it again\n";
+      }
+      continue;
+    }
+    bool finished = state == "COMPLETED";
+    bool in_flight = !is_terminal_state(state) && state != "START_TIMEOUT" && state != "HUNG" && state != "NOT_SUBMITTED";
+    if (!finished && !in_flight) continue;  // failed before: try again
+    p.job.job_id = job;
+    p.job.run_dir = str_at(e, "run_dir");
+    p.job.log = str_at(e, "log");
+    p.job.state = state;
+    p.job.spec_hash = hash;
+    p.job.message = str_at(e, "message");
+    p.job.waiting_since = p.job.running_since = PoolClock::now();
+    p.job.started = state != "PENDING";
+    if (finished) ++kept; else ++adopted;
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> split_comma_list(const std::string& s) {
@@ -286,64 +398,10 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
               const std::vector<std::string>& command, Backend* given_backend) {
   validate(config);
   Catalog catalog = Catalog::from_environment();
-  std::vector<std::string> shapes = catalog.names(PresetKind::Shape);
-  for (const auto& p : config.presets) {
-    if (!catalog.has(PresetKind::Shape, p)) {
-      throw UserError("--presets", "unknown preset \"" + comment_text(p) + "\"", suggest_fix(p, shapes, "presets"));
-    }
-  }
-  // Resolve and render every point first: a bad one stops the sweep before anything is submitted.
-  std::map<std::string, Shape> shape_of;
-  int smallest = 0, largest = 0;
-  for (const auto& p : config.presets) {
-    SpecRequest r;
-    r.preset = p;
-    if (!config.cluster.empty()) r.cluster = config.cluster;
-    r.strategy = config.strategies.front();
-    r.sets = config.sets;
-    if (!config.project.empty()) r.project_file = fs::path(config.project);
-    r.read_project_file = !config.no_project;
-    Spec s = resolve_spec(catalog, r);
-    check_backend_fits(given_backend ? given_backend->kind() : choice.kind, s, "--presets");
-    shape_of[p] = s.shape;
-    int w = s.world_size();
-    smallest = smallest == 0 ? w : std::min(smallest, w);
-    largest = std::max(largest, w);
-  }
-  std::string out_dir = config.out_dir;
-  if (out_dir.empty()) {
-    out_dir = fmt::format("sweeps/{}-{}-{}", fmt::join(config.presets, "_"),
-                           fmt::join(config.strategies, "_"), config.scaling);
-  }
-  std::string sweep_name = run_dir_name(fs::path(out_dir).lexically_normal().filename().string());
-  if (sweep_name.empty() || sweep_name == "." ) sweep_name = "sweep";
-  fs::path tmpl = config.template_file.empty() ? catalog.default_template() : fs::path(config.template_file);
-  ScriptTemplate script_template = ScriptTemplate::from_file(tmpl);
-
-  std::vector<Point> points;
-  for (const auto& strategy : config.strategies) {
-    for (const auto& preset : config.presets) {
-      Point p;
-      p.preset = preset;
-      p.strategy = strategy;
-      SpecRequest r;
-      r.preset = preset;
-      r.strategy = strategy;
-      if (!config.cluster.empty()) r.cluster = config.cluster;
-      r.sets = {"job.name=" + sweep_name + "-" + preset + "-" + strategy};
-      r.sets.insert(r.sets.end(), config.sets.begin(), config.sets.end());
-      if (!config.project.empty()) r.project_file = fs::path(config.project);
-      r.read_project_file = !config.no_project;
-      int world = shape_of[preset].nodes * shape_of[preset].gpus_per_node;
-      r.trainer_args = point_trainer_args(config.trainer_args, config.scaling, config.steps, world, smallest, largest);
-      p.job.key = p.key();
-      p.job.spec = resolve_spec(catalog, r);
-      p.nodes = p.job.spec.shape.nodes;
-      p.gpus = p.job.spec.world_size();
-      p.job.script = script_template.render(p.job.spec, RenderContext{kVersion, command});
-      points.push_back(std::move(p));
-    }
-  }
+  const std::string out_dir = sweep_out_dir(config);
+  const std::string sweep_name = sweep_name_of(out_dir);
+  const std::string backend_kind = given_backend ? given_backend->kind() : choice.kind;
+  std::vector<Point> points = sweep_points(config, catalog, backend_kind, sweep_name, command);
 
   // The sweep directory and its state: points already finished are kept, not resubmitted.
   fs::path dir = out_dir;
@@ -352,17 +410,7 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
     throw UserError(out_dir, "is not a directory", "choose another --out");
   }
   fs::path state_file = dir / "sweep.json";
-  std::map<std::string, json> previous;
-  if (fs::exists(state_file, ec)) {
-    json s = read_json_file(state_file);
-    if (!s.is_object() || !s.contains("points") || !s["points"].is_array()) {
-      throw UserError(state_file.string(), "not a sweep state file (no \"points\" list)",
-                      "choose another --out, or remove the file to start the sweep afresh");
-    }
-    for (const auto& e : s["points"]) {
-      if (e.is_object()) previous[str_at(e, "preset") + "/" + str_at(e, "strategy")] = e;
-    }
-  }
+  std::map<std::string, json> previous = read_previous_points(state_file);
   std::unique_ptr<Backend> made;
   if (!given_backend) made = make_backend(choice);  // fails (unreachable host, no sbatch) before any write
   Backend* backend = given_backend ? given_backend : made.get();
@@ -370,31 +418,7 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
   if (ec) throw UserError(out_dir, "cannot create the sweep directory: " + ec.message(), "check the path and permissions");
 
   int kept = 0, adopted = 0;
-  for (auto& p : points) {
-    auto it = previous.find(p.key());
-    if (it == previous.end()) continue;
-    const json& e = it->second;
-    std::string hash = str_at(e, "spec_hash"), state = str_at(e, "state"), job = str_at(e, "job_id");
-    if (job.empty() || hash != p.job.spec.hash()) {
-      if (!job.empty()) {
-        std::cerr << "hpclaunch: sweep: " << p.key() << ": the spec changed since job " << job
-                  << "; submitting it again\n";
-      }
-      continue;
-    }
-    bool finished = state == "COMPLETED";
-    bool in_flight = !is_terminal_state(state) && state != "START_TIMEOUT" && state != "HUNG" && state != "NOT_SUBMITTED";
-    if (!finished && !in_flight) continue;  // failed before: try again
-    p.job.job_id = job;
-    p.job.run_dir = str_at(e, "run_dir");
-    p.job.log = str_at(e, "log");
-    p.job.state = state;
-    p.job.spec_hash = hash;
-    p.job.message = str_at(e, "message");
-    p.job.waiting_since = p.job.running_since = PoolClock::now();
-    p.job.started = state != "PENDING";
-    if (finished) ++kept; else ++adopted;
-  }
+  adopt_previous_points(points, previous, kept, adopted);
 
   auto save_state = [&]() {
     json s = {{"version", 1}, {"hpclaunch_version", kVersion}, {"scaling", config.scaling},

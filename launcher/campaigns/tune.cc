@@ -438,6 +438,131 @@ std::string slurm_minutes(long seconds) {
 
 std::string set_json(const std::string& key, const json& value) { return key + "=" + value.dump(); }
 
+// The file `hpclaunch tune` writes: a user cluster profile named `name`. Throws UserError for a
+// name that would replace the profile it extends, or an existing file without --force.
+fs::path tuned_profile_target(const TuneConfig& config, const std::string& cluster,
+                              const std::string& name) {
+  check_preset_name(PresetKind::Cluster, name, config.name.empty() ? "--cluster" : "--name");
+  if (name == cluster) {
+    throw UserError("--name",
+                    "the tuned profile cannot replace the profile it extends (\"" + name + "\")",
+                    "pick another --name, e.g. " + cluster + "-tuned");
+  }
+  fs::path target = user_clusters_dir() / (name + ".json");
+  std::error_code ec;
+  if (fs::exists(target, ec) && !config.force) {
+    throw UserError(target.string(), "a tuned profile is already there",
+                    "pass --force to replace it, or --name OTHER to keep both (hpclaunch "
+                    "clusters diff shows it)");
+  }
+  return target;
+}
+
+// One bench-allreduce job per candidate: its spec (the base with the candidate's variables,
+// each with its reason) and script. A candidate that does not resolve stops the tune.
+std::vector<PoolJob> candidate_jobs(const TuneConfig& config, const Catalog& catalog,
+                                    const SpecRequest& base, const std::string& cluster,
+                                    const std::string& grid_origin,
+                                    const std::vector<TuneCandidate>& candidates,
+                                    const std::vector<std::string>& command) {
+  std::vector<std::string> bench_args = {"--min", config.min_size, "--max", config.max_size,
+                                         "--iters", std::to_string(config.iters),
+                                         "--dist-timeout", std::to_string(config.timeout_s)};
+  bench_args.insert(bench_args.end(), config.bench_args.begin(), config.bench_args.end());
+  fs::path tmpl = config.template_file.empty() ? catalog.default_template()
+                                               : fs::path(config.template_file);
+  ScriptTemplate script_template = ScriptTemplate::from_file(tmpl);
+  std::vector<PoolJob> jobs(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const TuneCandidate& c = candidates[i];
+    SpecRequest r = base;
+    r.cluster = cluster;
+    r.sets = {"job.name=tune-" + cluster + "-" + c.id, "trainer.command=bench-allreduce",
+              set_json("trainer.args", bench_args),
+              "shape.time=" + slurm_minutes(config.timeout_s), "job.signal_seconds=0"};
+    r.sets.insert(r.sets.end(), config.sets.begin(), config.sets.end());
+    for (const auto& [var, value] : c.vars) {
+      std::string key =
+          std::string(var.rfind("NCCL_", 0) == 0 ? "profile.nccl." : "profile.env.") + var;
+      if (value) {
+        r.sets.push_back(
+            set_json(key, {{"value", *value}, {"reason", "hpclaunch tune candidate " + c.id}}));
+      } else {
+        r.sets.push_back(key + "=null");
+      }
+    }
+    try {
+      jobs[i].spec = resolve_spec(catalog, r);
+    } catch (const UserError& e) {
+      throw UserError(grid_origin + ": candidate " + c.id + " (" + comment_text(c.describe()) + ")",
+                      e.what(), "");
+    }
+    jobs[i].key = c.id;
+    jobs[i].script = script_template.render(jobs[i].spec, RenderContext{kVersion, command});
+  }
+  return jobs;
+}
+
+// The ranked table on stdout: one row per candidate, best first.
+void print_tune_table(const std::vector<TuneOutcome>& outcomes,
+                      const std::vector<size_t>& ranking) {
+  std::cout << fmt::format("{:>4}  {:<5} {:>12}  {:<13} {:<8}  {}\n", "RANK", "CAND",
+                           "SCORE GB/s", "STATE", "JOB", "VARIABLES");
+  for (size_t r = 0; r < ranking.size(); ++r) {
+    const auto& o = outcomes[ranking[r]];
+    std::string why;
+    if (!o.score && !o.message.empty())
+      why = " - " + o.message + (o.log.empty() ? "" : " (log " + o.log + ")");
+    std::cout << comment_text(fmt::format("{:>4}  {:<5} {:>12}  {:<13} {:<8}  {}{}", r + 1,
+                                          o.candidate.id, o.score ? gbps(*o.score) : "-", o.state,
+                                          o.job_id.empty() ? "-" : o.job_id,
+                                          o.candidate.describe(), why))
+              << "\n";
+  }
+}
+
+// Writes the winner's profile to `target` and shows what it changes against `cluster`.
+void write_tuned_profile(const TuneConfig& config, const std::string& cluster,
+                         const std::string& name, const fs::path& target,
+                         const std::vector<TuneOutcome>& outcomes,
+                         const std::vector<size_t>& ranking,
+                         const std::vector<std::string>& command) {
+  const TuneOutcome& win = outcomes[ranking.front()];
+  std::string date = utc_now_iso8601();
+  json profile = tuned_profile(cluster, config.preset, date, outcomes, ranking,
+                               comment_command_line(command));
+  check_json(profile, cluster_file_schema(), target.string());
+  std::string text = "// Written by hpclaunch tune on " + date + ": the winning NCCL variables for " +
+                     cluster + " on " + config.preset +
+                     ",\n// each with its reason; \"tuning\" holds every measurement. Use it with\n" +
+                     "// --cluster " + name + "; see docs/tuning.md.\n" + profile.dump(2) + "\n";
+  std::error_code ec;
+  fs::create_directories(target.parent_path(), ec);
+  if (ec) {
+    throw UserError(target.parent_path().string(), "cannot create the directory: " + ec.message(),
+                    "check the permissions");
+  }
+  write_file_atomically(target, text);
+  std::cerr << "hpclaunch: wrote " << target.string() << " (winner " << win.candidate.id << ": "
+            << comment_text(win.candidate.describe())
+            << fmt::format(", {} GB/s)", gbps(*win.score)) << "\n";
+
+  // What it changes, as `hpclaunch clusters diff` shows it; and which file the name finds.
+  Catalog after = Catalog::from_environment();
+  LoadedPreset loaded = after.load(PresetKind::Cluster, name);
+  if (fs::path(loaded.files.back()) != target) {
+    std::cerr << "hpclaunch: warning: --cluster " << name << " finds " << loaded.files.back()
+              << " first (HPCLAUNCH_PATH), not the file just written\n";
+  }
+  std::cout << "Changes against " << cluster << " (hpclaunch clusters diff " << cluster << " "
+            << name << "):\n";
+  for (const auto& line : diff_cluster_profiles(resolved_cluster_profile(after, cluster),
+                                                resolved_cluster_profile(after, name)))
+    std::cout << "  " << line << "\n";
+  std::cout << "Use it: hpclaunch run --cluster " << name << " --preset " << config.preset
+            << " ...\n";
+}
+
 }  // namespace
 
 int run_tune(const TuneConfig& config, const BackendChoice& choice, const std::vector<std::string>& command,
@@ -446,12 +571,9 @@ int run_tune(const TuneConfig& config, const BackendChoice& choice, const std::v
   Catalog catalog = Catalog::from_environment();
 
   // The base spec: which cluster, and its profile (the default grid reads it).
-  SpecRequest base;
-  base.preset = config.preset;
-  if (!config.cluster.empty()) base.cluster = config.cluster;
-  base.sets = config.sets;
-  if (!config.project.empty()) base.project_file = fs::path(config.project);
-  base.read_project_file = !config.no_project;
+  SpecRequest base = make_spec_request(config.preset, config.cluster, "", config.sets,
+                                       config.project, config.no_project);
+  base.preset = config.preset;  // even "": resolve_spec names it as unknown
   Spec base_spec = resolve_spec(catalog, base);
   const std::string cluster = base_spec.cluster;
   const std::string backend_kind = given_backend ? given_backend->kind() : choice.kind;
@@ -460,48 +582,11 @@ int run_tune(const TuneConfig& config, const BackendChoice& choice, const std::v
   TuneGrid grid = config.grid_file.empty() ? default_tune_grid(base_spec.profile) : read_tune_grid(config.grid_file);
   std::vector<TuneCandidate> candidates = expand_tune_grid(grid, config.max_candidates);
 
-  // Where the result goes: checked before any job is submitted.
-  std::string name = config.name.empty() ? cluster + "-tuned" : config.name;
-  check_preset_name(PresetKind::Cluster, name, config.name.empty() ? "--cluster" : "--name");
-  if (name == cluster) {
-    throw UserError("--name", "the tuned profile cannot replace the profile it extends (\"" + name + "\")",
-                    "pick another --name, e.g. " + cluster + "-tuned");
-  }
-  fs::path target = user_clusters_dir() / (name + ".json");
-  std::error_code ec;
-  if (fs::exists(target, ec) && !config.force) {
-    throw UserError(target.string(), "a tuned profile is already there",
-                    "pass --force to replace it, or --name OTHER to keep both (hpclaunch clusters diff shows it)");
-  }
-
-  // One spec and script per candidate; a bad one stops the tune before anything is submitted.
-  std::vector<std::string> bench_args = {"--min", config.min_size, "--max", config.max_size, "--iters",
-                                         std::to_string(config.iters), "--dist-timeout", std::to_string(config.timeout_s)};
-  bench_args.insert(bench_args.end(), config.bench_args.begin(), config.bench_args.end());
-  fs::path tmpl = config.template_file.empty() ? catalog.default_template() : fs::path(config.template_file);
-  ScriptTemplate script_template = ScriptTemplate::from_file(tmpl);
-  std::vector<PoolJob> jobs(candidates.size());
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    const TuneCandidate& c = candidates[i];
-    SpecRequest r = base;
-    r.cluster = cluster;
-    r.sets = {"job.name=tune-" + cluster + "-" + c.id, "trainer.command=bench-allreduce",
-              set_json("trainer.args", bench_args), "shape.time=" + slurm_minutes(config.timeout_s),
-              "job.signal_seconds=0"};
-    r.sets.insert(r.sets.end(), config.sets.begin(), config.sets.end());
-    for (const auto& [var, value] : c.vars) {
-      std::string key = std::string(var.rfind("NCCL_", 0) == 0 ? "profile.nccl." : "profile.env.") + var;
-      if (value) r.sets.push_back(set_json(key, {{"value", *value}, {"reason", "hpclaunch tune candidate " + c.id}}));
-      else r.sets.push_back(key + "=null");
-    }
-    try {
-      jobs[i].spec = resolve_spec(catalog, r);
-    } catch (const UserError& e) {
-      throw UserError(grid.origin + ": candidate " + c.id + " (" + comment_text(c.describe()) + ")", e.what(), "");
-    }
-    jobs[i].key = c.id;
-    jobs[i].script = script_template.render(jobs[i].spec, RenderContext{kVersion, command});
-  }
+  // Where the result goes, and every candidate's script: checked before any job is submitted.
+  const std::string name = config.name.empty() ? cluster + "-tuned" : config.name;
+  const fs::path target = tuned_profile_target(config, cluster, name);
+  std::vector<PoolJob> jobs = candidate_jobs(config, catalog, base, cluster, grid.origin,
+                                             candidates, command);
 
   std::unique_ptr<Backend> made;
   if (!given_backend) made = make_backend(choice);
@@ -588,43 +673,14 @@ int run_tune(const TuneConfig& config, const BackendChoice& choice, const std::v
   }
 
   std::vector<size_t> ranking = rank_tune_outcomes(outcomes);
-  std::cout << fmt::format("{:>4}  {:<5} {:>12}  {:<13} {:<8}  {}\n", "RANK", "CAND", "SCORE GB/s", "STATE", "JOB", "VARIABLES");
-  for (size_t r = 0; r < ranking.size(); ++r) {
-    const auto& o = outcomes[ranking[r]];
-    std::cout << comment_text(fmt::format("{:>4}  {:<5} {:>12}  {:<13} {:<8}  {}{}", r + 1, o.candidate.id,
-                                          o.score ? gbps(*o.score) : "-", o.state, o.job_id.empty() ? "-" : o.job_id,
-                                          o.candidate.describe(),
-                                          o.score || o.message.empty() ? "" : " - " + o.message + (o.log.empty() ? "" : " (log " + o.log + ")")))
-              << "\n";
-  }
+  print_tune_table(outcomes, ranking);
   const TuneOutcome& win = outcomes[ranking.front()];
   if (!win.score) {
-    std::cerr << "hpclaunch: tune: no candidate gave a measurement; nothing written (see the rows above and their logs)\n";
+    std::cerr << "hpclaunch: tune: no candidate gave a measurement; nothing written (see the rows "
+                 "above and their logs)\n";
     return 1;
   }
-  std::string date = utc_now_iso8601();
-  json profile = tuned_profile(cluster, config.preset, date, outcomes, ranking, comment_command_line(command));
-  check_json(profile, cluster_file_schema(), target.string());
-  std::string text = "// Written by hpclaunch tune on " + date + ": the winning NCCL variables for " + cluster + " on " +
-                     config.preset + ",\n// each with its reason; \"tuning\" holds every measurement. Use it with\n" +
-                     "// --cluster " + name + "; see docs/tuning.md.\n" + profile.dump(2) + "\n";
-  fs::create_directories(target.parent_path(), ec);
-  if (ec) throw UserError(target.parent_path().string(), "cannot create the directory: " + ec.message(), "check the permissions");
-  write_file_atomically(target, text);
-  std::cerr << "hpclaunch: wrote " << target.string() << " (winner " << win.candidate.id << ": "
-            << comment_text(win.candidate.describe()) << fmt::format(", {} GB/s)", gbps(*win.score)) << "\n";
-
-  // What it changes, as `hpclaunch clusters diff` shows it; and which file the name finds.
-  Catalog after = Catalog::from_environment();
-  LoadedPreset loaded = after.load(PresetKind::Cluster, name);
-  if (fs::path(loaded.files.back()) != target) {
-    std::cerr << "hpclaunch: warning: --cluster " << name << " finds " << loaded.files.back()
-              << " first (HPCLAUNCH_PATH), not the file just written\n";
-  }
-  std::cout << "Changes against " << cluster << " (hpclaunch clusters diff " << cluster << " " << name << "):\n";
-  for (const auto& line : diff_cluster_profiles(resolved_cluster_profile(after, cluster), resolved_cluster_profile(after, name)))
-    std::cout << "  " << line << "\n";
-  std::cout << "Use it: hpclaunch run --cluster " << name << " --preset " << config.preset << " ...\n";
+  write_tuned_profile(config, cluster, name, target, outcomes, ranking, command);
   return 0;
 }
 
