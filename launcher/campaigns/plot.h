@@ -36,7 +36,7 @@ struct Throughput {
   int steps_used = 0, steps_total = 0, warmup = 0;
 };
 
-// tokens/s of each training step from a metrics.jsonl (trainer/metrics.h: one JSON object a
+// tokens/s of each training step from a metrics.jsonl (trainer/metrics/metrics.h: one JSON object a
 // line; lines without tokens_per_s, such as {"step", "val_loss"}, are skipped; a resumed run's
 // repeated steps keep the last value). Throws std::runtime_error naming the line on bad JSON.
 std::vector<double> tokens_per_s_from_metrics(const std::string& jsonl);

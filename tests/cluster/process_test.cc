@@ -1,4 +1,4 @@
-// run_process: the launcher's run_command (launcher/subprocess_test.cc) plus the command line
+// run_process: the launcher's run_command (common/subprocess_test.cc) plus the command line
 // that a failed check shows.
 #include "process.h"
 
