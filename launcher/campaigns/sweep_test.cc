@@ -52,7 +52,8 @@ TEST_CASE("steady state drops warm-up steps and reports mean and sample std", "[
   CHECK_FALSE(steady_state({}));
 }
 
-TEST_CASE("metrics lines give tokens/s by step; eval lines and a cut last line are skipped", "[sweep]") {
+TEST_CASE("metrics lines give tokens/s by step, skipping eval lines and a cut last line",
+          "[sweep]") {
   std::string jsonl =
       "{\"step\":0,\"loss\":10,\"tokens_per_s\":100}\n"
       "{\"step\":1,\"loss\":9,\"tokens_per_s\":200}\n"
@@ -237,7 +238,8 @@ TEST_CASE("a sweep keeps failed and never-started points as rows, and resumes on
   fs::remove_all(dir);
 }
 
-TEST_CASE("a preempted point is watched for a requeue: requeued, it is measured; not, it is a row", "[sweep]") {
+TEST_CASE("a preempted point is watched for a requeue: requeued, it is measured, else a row",
+          "[sweep]") {
   fs::path dir = fs::temp_directory_path() / ("sweep_preempt_test_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "runs");
