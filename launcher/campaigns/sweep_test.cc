@@ -7,14 +7,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <map>
-#include <set>
 
 #include "error.h"
-#include "backends/host.h"
 #include "json_file.h"
 #include "campaigns/plot.h"
 #include "campaigns/sweep.h"
+#include "support/scripted_backend.h"
 
 namespace fs = std::filesystem;
 using namespace hpc;
@@ -54,7 +52,8 @@ TEST_CASE("steady state drops warm-up steps and reports mean and sample std", "[
   CHECK_FALSE(steady_state({}));
 }
 
-TEST_CASE("metrics lines give tokens/s by step; eval lines and a cut last line are skipped", "[sweep]") {
+TEST_CASE("metrics lines give tokens/s by step, skipping eval lines and a cut last line",
+          "[sweep]") {
   std::string jsonl =
       "{\"step\":0,\"loss\":10,\"tokens_per_s\":100}\n"
       "{\"step\":1,\"loss\":9,\"tokens_per_s\":200}\n"
@@ -171,56 +170,25 @@ TEST_CASE("sweep files: keys, lists and one-line errors", "[sweep]") {
 }
 
 namespace {
-// A backend whose jobs do what the test says: stay PENDING, fail, or complete with metrics.
-class ScriptedBackend : public Backend {
- public:
-  ScriptedBackend(fs::path root, std::map<std::string, std::string> outcome_by_name, int first_id)
-      : root_(std::move(root)), outcome_(std::move(outcome_by_name)), first_id_(first_id) {}
-  std::string kind() const override { return "local"; }
-  std::string host() const override { return "localhost"; }
-  SubmitResult submit(const SubmitRequest& r) override {
-    std::string id = std::to_string(first_id_ + submitted.size());
-    SubmitResult s{id, (root_ / (r.job_name + "-" + id)).string(), "scripted"};
-    fs::create_directories(s.run_dir);
-    std::string outcome;
-    for (const auto& [name, o] : outcome_)
-      if (r.job_name.find(name) != std::string::npos) outcome = o;
-    if (outcome == "COMPLETED" || outcome == "PREEMPTED_THEN_REQUEUED") {
-      std::ofstream(s.run_dir + "/metrics.jsonl") << "{\"step\":0,\"tokens_per_s\":1}\n{\"step\":1,\"tokens_per_s\":500}\n";
-    }
-    std::ofstream(s.run_dir + "/job.out") << "log\n";
-    jobs[id] = {outcome, s.run_dir};
-    submitted.push_back(r.job_name);
-    return s;
-  }
-  JobStatus status(const std::string& id) override {
-    JobStatus s;
-    s.id = id;
-    s.state = jobs[id].first == "PENDING" && cancelled.count(id) ? "CANCELLED" : jobs[id].first;
-    if (s.state == "PREEMPTED_THEN_REQUEUED") {  // as Slurm shows a requeued job, poll by poll
-      static const char* seen[] = {"RUNNING", "PREEMPTED", "PREEMPTED", "PENDING", "RUNNING", "COMPLETED"};
-      s.state = seen[std::min<size_t>(polls[id]++, 5)];
-    }
-    if (s.state == "PENDING") s.reason = "Resources";
-    if (s.state == "FAILED") s.exit_code = 3;
-    s.stdout_path = jobs[id].second + "/job.out";
-    return s;
-  }
-  LogChunk read_log(const std::string& path, uint64_t offset, size_t max_bytes) override {
-    return LocalHost().read_file(path, offset, max_bytes);  // the jobs' "logs" are local files
-  }
-  void cancel(const std::string& id) override { cancelled.insert(id); }
-
-  std::vector<std::string> submitted;
-  std::set<std::string> cancelled;
-  std::map<std::string, std::pair<std::string, std::string>> jobs;  // id -> (state, run dir)
-  std::map<std::string, size_t> polls;
-
- private:
-  fs::path root_;
-  std::map<std::string, std::string> outcome_;
-  int first_id_;
-};
+// Jobs that do what the test says, poll by poll.
+const std::string kMetrics =
+    "{\"step\":0,\"tokens_per_s\":1}\n{\"step\":1,\"tokens_per_s\":500}\n";
+test::ScriptedJob completed() {
+  return {{{"COMPLETED", 0, "log\n"}}, {{"metrics.jsonl", kMetrics}}};
+}
+test::ScriptedJob failed() { return {{{"FAILED", 0, "log\n", 3}}, {}}; }
+test::ScriptedJob pending() { return {{{"PENDING", 0, "log\n", -1, "Resources"}}, {}}; }
+test::ScriptedJob preempted() { return {{{"PREEMPTED", 0, "log\n"}}, {}}; }
+// As Slurm shows a preempted and requeued job, poll by poll.
+test::ScriptedJob preempted_then_requeued() {
+  return {{{"RUNNING", 0, "log\n"},
+           {"PREEMPTED"},
+           {"PREEMPTED"},
+           {"PENDING", 0, "", -1, "Resources"},
+           {"RUNNING"},
+           {"COMPLETED"}},
+          {{"metrics.jsonl", kMetrics}}};
+}
 }  // namespace
 
 TEST_CASE("a sweep keeps failed and never-started points as rows, and resumes only those", "[sweep]") {
@@ -237,7 +205,8 @@ TEST_CASE("a sweep keeps failed and never-started points as rows, and resumes on
   c.out_dir = (dir / "sw").string();
   BackendChoice choice;
   choice.runs_dir = (dir / "runs").string();
-  ScriptedBackend backend(dir / "runs", {{"-1n1g-", "COMPLETED"}, {"-1n2g-", "FAILED"}, {"-1n4g-", "PENDING"}}, 100);
+  test::ScriptedBackend backend("local", 100);
+  backend.on_name("-1n1g-", completed()).on_name("-1n2g-", failed()).on_name("-1n4g-", pending());
   CHECK(run_sweep(c, choice, {"hpclaunch", "sweep"}, &backend) == 1);
   CHECK(backend.submitted.size() == 3);
   CHECK(backend.cancelled.size() == 1);  // the one that never started
@@ -254,7 +223,8 @@ TEST_CASE("a sweep keeps failed and never-started points as rows, and resumes on
   CHECK(read_text_file(dir / "sw/summary.md").find("Points without a measurement") != std::string::npos);
 
   // Again: the completed point stays; the failed and the never-started ones are submitted again.
-  ScriptedBackend again(dir / "runs", {{"-1n1g-", "COMPLETED"}, {"-1n2g-", "COMPLETED"}, {"-1n4g-", "COMPLETED"}}, 200);
+  test::ScriptedBackend again("local", 200);
+  again.on_name("-1n", completed());
   CHECK(run_sweep(c, choice, {"hpclaunch", "sweep"}, &again) == 0);
   CHECK(again.submitted.size() == 2);
   rows = parse_results_csv(read_text_file(dir / "sw/results.csv"), "results.csv");
@@ -268,7 +238,8 @@ TEST_CASE("a sweep keeps failed and never-started points as rows, and resumes on
   fs::remove_all(dir);
 }
 
-TEST_CASE("a preempted point is watched for a requeue: requeued, it is measured; not, it is a row", "[sweep]") {
+TEST_CASE("a preempted point is watched for a requeue: requeued, it is measured, else a row",
+          "[sweep]") {
   fs::path dir = fs::temp_directory_path() / ("sweep_preempt_test_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "runs");
@@ -282,7 +253,8 @@ TEST_CASE("a preempted point is watched for a requeue: requeued, it is measured;
   c.out_dir = (dir / "sw").string();
   BackendChoice choice;
   choice.runs_dir = (dir / "runs").string();
-  ScriptedBackend backend(dir / "runs", {{"-1n1g-", "PREEMPTED_THEN_REQUEUED"}, {"-1n2g-", "PREEMPTED"}}, 300);
+  test::ScriptedBackend backend("local", 300);
+  backend.on_name("-1n1g-", preempted_then_requeued()).on_name("-1n2g-", preempted());
   CHECK(run_sweep(c, choice, {"hpclaunch", "sweep"}, &backend) == 1);
   CHECK(backend.submitted.size() == 2);  // the requeue is Slurm's: nothing submitted again
   auto rows = parse_results_csv(read_text_file(dir / "sw/results.csv"), "results.csv");

@@ -9,13 +9,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
 
 #include "error.h"
-#include "backends/host.h"
 #include "json_file.h"
 #include "spec/schema.h"
 #include "campaigns/tune.h"
+#include "support/scripted_backend.h"
 
 namespace fs = std::filesystem;
 using namespace hpc;
@@ -192,51 +191,20 @@ TEST_CASE("the tuned profile extends the cluster, gives each winning variable it
 namespace {
 // Jobs do what their name says: c1 and c2 complete with a bench table (c2 faster), c3 runs
 // forever (a hang), c4 fails.
-class BenchBackend : public Backend {
- public:
-  explicit BenchBackend(fs::path root) : root_(std::move(root)) {}
-  std::string kind() const override { return "slurm"; }
-  std::string host() const override { return "localhost"; }
-  SubmitResult submit(const SubmitRequest& r) override {
-    std::string id = std::to_string(500 + submitted.size());
-    SubmitResult s{id, (root_ / (r.job_name + "-" + id)).string(), "scripted"};
-    fs::create_directories(s.run_dir);
-    std::string state = "COMPLETED";
-    double bw = 0;
-    if (r.job_name.find("-c1") != std::string::npos) bw = 2.0;
-    if (r.job_name.find("-c2") != std::string::npos) bw = 3.0;
-    if (r.job_name.find("-c3") != std::string::npos) state = "RUNNING";
-    if (r.job_name.find("-c4") != std::string::npos) state = "FAILED";
-    if (bw > 0) {
-      json j = {{"world_size", 4}, {"backend", "gloo"}, {"hostnames", {"node01", "node01", "node02", "node02"}},
-                {"rows", {{{"size", 1 << 20}, {"count", 1 << 18}, {"time_us", 100.0}, {"algbw_gbps", bw}, {"busbw_gbps", bw * 1.5}, {"wrong", 0}}}}};
-      std::ofstream(s.run_dir + "/allreduce.json") << j.dump();
-    }
-    scripts[r.job_name] = r.script;
-    jobs[id] = state;
-    submitted.push_back(r.job_name);
-    return s;
-  }
-  JobStatus status(const std::string& id) override {
-    JobStatus s;
-    s.id = id;
-    s.state = cancelled.count(id) ? "CANCELLED" : jobs[id];
-    s.nodes = "node[01-02]";
-    if (s.state == "FAILED") s.exit_code = 1;
-    return s;
-  }
-  LogChunk read_log(const std::string& path, uint64_t offset, size_t max_bytes) override {
-    return LocalHost().read_file(path, offset, max_bytes);  // the jobs' "logs" are local files
-  }
-  void cancel(const std::string& id) override { cancelled.insert(id); }
+test::ScriptedJob bench_job(double busbw) {
+  json j = {{"world_size", 4}, {"backend", "gloo"},
+            {"hostnames", {"node01", "node01", "node02", "node02"}},
+            {"rows", {{{"size", 1 << 20}, {"count", 1 << 18}, {"time_us", 100.0},
+                       {"algbw_gbps", busbw}, {"busbw_gbps", busbw * 1.5}, {"wrong", 0}}}}};
+  return {{{"COMPLETED"}}, {{"allreduce.json", j.dump()}}};
+}
 
-  std::vector<std::string> submitted;
-  std::set<std::string> cancelled;
-  std::map<std::string, std::string> jobs, scripts;
-
- private:
-  fs::path root_;
-};
+test::ScriptedBackend bench_backend() {
+  test::ScriptedBackend b("slurm", 500);
+  b.on_name("-c1", bench_job(2.0)).on_name("-c2", bench_job(3.0));
+  b.on_name("-c3", {{{"RUNNING"}}, {}}).on_name("-c4", {{{"FAILED", 0, "", 1}}, {}});
+  return b;
+}
 
 struct TempConfigHome {
   fs::path dir;
@@ -278,7 +246,7 @@ TEST_CASE("a tune submits one bench job per candidate, reports the hung and fail
   c.max_size = "1M";
   BackendChoice choice;
   choice.runs_dir = (home.dir / "runs").string();
-  BenchBackend backend(home.dir / "runs");
+  test::ScriptedBackend backend = bench_backend();
   REQUIRE(run_tune(c, choice, {"hpclaunch", "tune"}, &backend) == 0);
   REQUIRE(backend.submitted.size() == 4);
   CHECK(backend.cancelled.size() == 1);  // the hung one
@@ -315,7 +283,7 @@ TEST_CASE("a tune submits one bench job per candidate, reports the hung and fail
   Spec s = resolve_spec(catalog, r);
   REQUIRE(s.profile.nccl.size() == 1);
   CHECK(s.profile.nccl[0].value == "Tree");
-  BenchBackend again(home.dir / "runs");
+  test::ScriptedBackend again = bench_backend();
   CHECK_THROWS_WITH(run_tune(c, choice, {"hpclaunch", "tune"}, &again), Catch::Contains("pass --force"));
   CHECK(again.submitted.empty());
 }
@@ -335,7 +303,7 @@ TEST_CASE("a tune refuses bad input before submitting: multi-node on the local b
   std::ofstream(grid) << R"({"variables": {"NCCL_P2P_DISABLE": [0, 2]}})";
   c.grid_file = grid.string();
   choice.kind = "slurm";
-  BenchBackend backend(home.dir / "runs");
+  test::ScriptedBackend backend = bench_backend();
   CHECK_THROWS_WITH(run_tune(c, choice, {"hpclaunch", "tune"}, &backend),
                     Catch::Contains("candidate c2 (NCCL_P2P_DISABLE=2)") && Catch::Contains("is not 0, 1 or auto"));
   CHECK(backend.submitted.empty());

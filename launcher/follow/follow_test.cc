@@ -6,54 +6,20 @@
 #include <catch2/catch.hpp>
 
 #include "follow/jobs.h"
+#include "support/scripted_backend.h"
 
 using namespace std::chrono_literals;
 
 namespace {
 
-// A backend that plays a script: each status() call returns the next state (the last one
-// repeats), and the log grows by the text given with that state.
-class ScriptedBackend : public hpc::Backend {
- public:
-  struct Step {
-    std::string state;
-    int restarts = 0;
-    std::string log;  // appended to the job's log when this state is reported
-    int exit_code = -1;
-  };
-  explicit ScriptedBackend(std::vector<Step> steps) : steps_(std::move(steps)) {}
-
-  std::string kind() const override { return "slurm"; }
-  std::string host() const override { return "localhost"; }
-  hpc::SubmitResult submit(const hpc::SubmitRequest&) override { return {}; }
-  hpc::JobStatus status(const std::string& id) override {
-    const Step& s = steps_[std::min(next_, steps_.size() - 1)];
-    if (next_ < steps_.size()) log_ += s.log;
-    ++next_;
-    hpc::JobStatus j;
-    j.id = id;
-    j.state = s.state;
-    j.restarts = s.restarts;
-    j.exit_code = s.exit_code;
-    j.stdout_path = "/job.out";
-    j.nodes = "node[01-02]";
-    return j;
-  }
-  hpc::LogChunk read_log(const std::string&, uint64_t offset, size_t) override {
-    hpc::LogChunk c;
-    c.exists = true;
-    c.data = offset < log_.size() ? log_.substr(offset) : "";
-    c.next_offset = log_.size();
-    return c;
-  }
-  void cancel(const std::string&) override {}
-  size_t polls() const { return next_; }
-
- private:
-  std::vector<Step> steps_;
-  size_t next_ = 0;
-  std::string log_;
-};
+// Each status() call reports the next step (the last one repeats); the job's log grows by the
+// text given with that step.
+hpc::test::ScriptedBackend scripted(const std::string& id,
+                                     std::vector<hpc::test::ScriptedStep> steps) {
+  hpc::test::ScriptedBackend b;
+  b.add_job(id, {std::move(steps), {}});
+  return b;
+}
 
 hpc::FollowOptions fast() {
   hpc::FollowOptions o;
@@ -88,12 +54,12 @@ TEST_CASE("status's requeue line: the count and the bound", "[follow][status]") 
 }
 
 TEST_CASE("follow: a killed rank is named in the FAILED line", "[follow]") {
-  ScriptedBackend b({{"RUNNING", 0, "0: step 1\n"},
-                     {"RUNNING", 0,
-                      "srun: error: node02: task 3: Killed\n"
-                      "1: hpctrain: error: rank 1: the ddp step's collectives failed\n"
-                      "srun: error: node01: tasks 0-1: Exited with exit code 1\n"},
-                     {"FAILED", 0, "", 137}});
+  auto b = scripted("7", {{"RUNNING", 0, "0: step 1\n"},
+                          {"RUNNING", 0,
+                           "srun: error: node02: task 3: Killed\n"
+                           "1: hpctrain: error: rank 1: the ddp step's collectives failed\n"
+                           "srun: error: node01: tasks 0-1: Exited with exit code 1\n"},
+                          {"FAILED", 0, "", 137}});
   std::ostringstream out, err;
   int code = hpc::follow_job(b, "7", fast(), out, err);
   INFO(err.str());
@@ -103,11 +69,11 @@ TEST_CASE("follow: a killed rank is named in the FAILED line", "[follow]") {
 }
 
 TEST_CASE("follow: through a requeue on the same job id, the log goes on, exit 0", "[follow][requeue]") {
-  ScriptedBackend b({{"RUNNING", 0, "0: step 1\n"},
-                     {"RUNNING", 0, "srun: error: node01: task 0: Exited with exit code 75\n"},
-                     {"PENDING", 1, ""},
-                     {"RUNNING", 1, "0: resumed from checkpoint\n"},
-                     {"COMPLETED", 1, "0: step 9\n", 0}});
+  auto b = scripted("8", {{"RUNNING", 0, "0: step 1\n"},
+                          {"RUNNING", 0, "srun: error: node01: task 0: Exited with exit code 75\n"},
+                          {"PENDING", 1, ""},
+                          {"RUNNING", 1, "0: resumed from checkpoint\n"},
+                          {"COMPLETED", 1, "0: step 9\n", 0}});
   auto o = fast();
   o.max_requeues = 3;
   std::ostringstream out, err;
@@ -122,10 +88,10 @@ TEST_CASE("follow: through a requeue on the same job id, the log goes on, exit 0
 }
 
 TEST_CASE("follow: PREEMPTED then requeued by Slurm is followed on", "[follow][requeue]") {
-  ScriptedBackend b({{"RUNNING", 0, "0: step 1\n"},
-                     {"PREEMPTED", 0, ""},
-                     {"PENDING", 1, ""},
-                     {"COMPLETED", 1, "0: done\n", 0}});
+  auto b = scripted("9", {{"RUNNING", 0, "0: step 1\n"},
+                          {"PREEMPTED", 0, ""},
+                          {"PENDING", 1, ""},
+                          {"COMPLETED", 1, "0: done\n", 0}});
   std::ostringstream out, err;
   int code = hpc::follow_job(b, "9", fast(), out, err);
   INFO(err.str());
@@ -137,7 +103,7 @@ TEST_CASE("follow: PREEMPTED then requeued by Slurm is followed on", "[follow][r
 
 TEST_CASE("follow: attaching to a job that was requeued before says its restart, not REQUEUED",
           "[follow][requeue]") {
-  ScriptedBackend b({{"RUNNING", 2, "0: step 1\n"}, {"COMPLETED", 2, "", 0}});
+  auto b = scripted("12", {{"RUNNING", 2, "0: step 1\n"}, {"COMPLETED", 2, "", 0}});
   auto o = fast();
   o.max_requeues = 3;
   std::ostringstream out, err;
@@ -148,16 +114,17 @@ TEST_CASE("follow: attaching to a job that was requeued before says its restart,
 }
 
 TEST_CASE("follow: PREEMPTED for good ends with 126 after the settle time", "[follow][requeue]") {
-  ScriptedBackend b({{"RUNNING", 0, "0: step 1\n"}, {"PREEMPTED", 0, ""}});
+  auto b = scripted("10", {{"RUNNING", 0, "0: step 1\n"}, {"PREEMPTED", 0, ""}});
   std::ostringstream out, err;
   int code = hpc::follow_job(b, "10", fast(), out, err);
   INFO(err.str());
   CHECK(code == hpc::follow_exit::kPreempted);
-  CHECK(b.polls() > 2);  // it looked again before giving up
+  CHECK(b.polls("10") > 2);  // it looked again before giving up
 }
 
 TEST_CASE("follow: a job that stopped for a requeue that did not happen says so", "[follow][requeue]") {
-  ScriptedBackend b({{"RUNNING", 0, "srun: error: node01: task 0: Exited with exit code 75\n"},
+  auto b = scripted("11",
+                    {{"RUNNING", 0, "srun: error: node01: task 0: Exited with exit code 75\n"},
                      {"FAILED", 0, "", 75}});
   std::ostringstream out, err;
   int code = hpc::follow_job(b, "11", fast(), out, err);

@@ -14,6 +14,7 @@
 
 #include "harness.h"
 #include "slurm_stubs.h"
+#include "support/prerequisite.h"
 
 using namespace cli_test;
 using Catch::Matchers::Contains;
@@ -217,10 +218,7 @@ void check_hostile_script(const Sandbox& sb, const HostileRender& h) {
 // shellcheck over several scripts at once (one process: ~0.2 s instead of ~0.2 s each).
 void check_shellcheck_clean(const std::vector<std::pair<std::string, std::string>>& labelled_values) {
   std::string shellcheck = find_program("shellcheck");
-  if (shellcheck.empty()) {
-    WARN("shellcheck is not installed: the shellcheck check is skipped");
-    return;
-  }
+  if (shellcheck.empty()) return hpc::test::missing_prerequisite("shellcheck is not installed");
   Sandbox sb;
   std::vector<std::string> argv = {shellcheck, "-f", "gcc"};
   int n = 0;
@@ -482,7 +480,8 @@ TOPO
   }
 }
 
-// Only where a real cluster answers (the cluster suite's SLURM_CONF); elsewhere a warning.
+// On the test cluster (tests/cli/CMakeLists.txt gives it the cluster's SLURM_CONF); without a
+// cluster a warning, or a failure under CI=true.
 TEST_CASE("hostile values: sbatch --test-only accepts the script", "[hostile][sbatch]") {
   const char* conf = std::getenv("SLURM_CONF");
   std::string sbatch = find_program("sbatch"), scontrol = find_program("scontrol");
@@ -491,9 +490,8 @@ TEST_CASE("hostile values: sbatch --test-only accepts the script", "[hostile][sb
   if (conf && *conf) env.push_back(std::string("SLURM_CONF=") + conf);
   if (!conf || !*conf || sbatch.empty() || scontrol.empty() ||
       spawn({scontrol, "ping"}, sb.work(), env, std::chrono::seconds(10)).status != 0) {
-    WARN("no Slurm cluster here (SLURM_CONF unset or scontrol ping fails): sbatch --test-only "
-         "skipped");
-    return;
+    return hpc::test::missing_prerequisite(
+        "no Slurm cluster here (SLURM_CONF unset or scontrol ping fails) for sbatch --test-only");
   }
   std::string v = "$(touch CANARY) `touch CANARY` ' \" \\ ; rm -rf CANARY_DIR $HOME * # x";
   sb.write("work/hpclaunch.json", json{{"job", {{"name", v}}}}.dump());

@@ -42,10 +42,11 @@ trap 'echo forwarded >>"${STUB_LOG}/srun.usr1"' USR1
 printf '%s\0' "$@" >"${STUB_LOG}/srun.argv"
 /usr/bin/env -0 >"${STUB_LOG}/srun.env"
 if [[ "${STUB_SRUN_USR1_PARENT:-}" == 1 ]]; then
-  sleep 0.2  # let the script record hpc_srun_pid first
-  kill -USR1 "$PPID"
-  for _ in 1 2 3 4 5 6 7 8 9 10; do
+  # USR1 to the batch shell until it forwards one to us: it can only once it has recorded
+  # hpc_srun_pid, and a USR1 before that is not forwarded.
+  for _ in $(seq 100); do
     [[ -e "${STUB_LOG}/srun.usr1" ]] && break
+    kill -USR1 "$PPID"
     sleep 0.1
   done
   # As hpctrain's ranks do after USR1: checkpoint written, stopped for a requeue.

@@ -278,12 +278,7 @@ TEST_CASE("a supervisor that died is reported, and cancel still ends the job's p
   REQUIRE(state);
   REQUIRE(wait_for_text(backend.status(submitted.job_id).stdout_path, "probe rank=", 2));
   REQUIRE(kill(state->supervisor_pid, SIGKILL) == 0);
-  hpc::JobStatus s;
-  for (int i = 0; i < 100; ++i) {
-    s = backend.status(submitted.job_id);
-    if (s.state != "RUNNING") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  hpc::JobStatus s = wait_for_end(backend, submitted.job_id);
   CHECK(s.state == "FAILED");
   CHECK(s.detail == "local supervisor died");
   CHECK_FALSE(hpc::processes_in_session(state->pgid).empty());  // the job itself still runs

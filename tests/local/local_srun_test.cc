@@ -94,7 +94,10 @@ TEST_CASE("srun: --kill-on-bad-exit ends the other tasks, their signal is srun's
   // srun exits 128 + the signal that killed a task, even when another task's exit code is larger
   // (Slurm 22.05: `exit 200` beside a task killed by TERM -> 143).
   CHECK(s.shell("srun -n 1 bash -c 'kill -9 $$'").exit_code == 137);
-  CHECK(s.shell("srun -n 2 bash -c 'if ((SLURM_PROCID == 1)); then exit 200; fi; sleep 0.5; kill -TERM $$'")
+  // Task 0 is killed once task 1 has exited with 200 (it leaves a file just before).
+  CHECK(s.shell("srun -n 2 bash -c 'if ((SLURM_PROCID == 1)); then touch exits.1; exit 200; fi; "
+                "for _ in $(seq 200); do [[ -e exits.1 ]] && break; sleep 0.05; done; "
+                "kill -TERM $$'")
             .exit_code == 143);
 }
 

@@ -69,8 +69,13 @@ TEST_CASE("slurmctld restarts while run follows: following resumes, the job's re
   REQUIRE(!job.empty());
   REQUIRE(live.wait_for(LiveProcess::kOut, "probe rank=0", 30s));  // running
 
+  const std::string log = job_fields(job)["StdOut"];  // while the controller can say
+  REQUIRE(!log.empty());
   stop_slurmctld();
-  std::this_thread::sleep_for(6s);  // longer than scontrol waits for it, shorter than the job
+  // Away until hpclaunch has noticed, and until the job has ended: srun writes the rank's exit
+  // into the log, and the controller learns of it only when it is back.
+  CHECK(live.wait_for(LiveProcess::kErr, "retrying", 60s));
+  CHECK(wait_file_contains(log, "Exited with exit code 5", 60s));
   start_slurmctld();
   REQUIRE(slurmctld_running());
 
@@ -92,35 +97,50 @@ TEST_CASE("slurmctld frozen at submit (replies lost): one job runs, extras cance
   Workspace ws("ctld-frozen");
   const std::string conf = impatient_slurm_conf(ws.dir());
   const auto argv = ws.hpclaunch_argv(ws.job_args("submit", "1n1g"));
+  // sbatch through a wrapper that notes when each try starts and ends.
+  const std::string tries = ws.dir() + "/sbatch.tries";
+  const std::string path = sbatch_counting_tries(ws.dir() + "/bin", tries);
   int code = -1;
   std::string out, err;
   {
     ControllerFreeze freeze;
     REQUIRE(freeze.frozen());
-    LiveProcess submit(argv, ws.env({"SLURM_CONF=" + conf}), ws.work());
+    LiveProcess submit(argv, ws.env({"SLURM_CONF=" + conf, "PATH=" + path}), ws.work());
     REQUIRE(submit.spawned());
-    // Two sbatch tries time out (2 s each, 2 s back-off, a 2 s squeue between), then it thaws.
-    std::this_thread::sleep_for(std::chrono::milliseconds(9500));
+    // Two sbatch tries time out (2 s each, with a squeue and the back-off between), then it
+    // thaws.
+    REQUIRE(wait_until([&] { return count_lines_with(read_file(tries), "end") >= 2; }, 60s));
     freeze.thaw();
     code = submit.wait(120s);
     out = submit.text(LiveProcess::kOut);
     err = submit.text(LiveProcess::kErr);
   }
   INFO("exit " << code << "\nstdout:\n" << out << "\nstderr:\n" << err);
-  std::this_thread::sleep_for(1s);
   // Every job the controller ever made under this test's name (finished ones included).
-  auto all = run({"scontrol", "show", "job", "--oneliner"});
-  REQUIRE(all.ok());
   std::vector<std::string> ids, kept;
-  std::smatch m;
-  static const std::regex job_line(R"(^JobId=(\d+) JobName=(\S+) )");
-  for (const auto& line : lines_of(all.out)) {
-    if (!std::regex_search(line, m, job_line) || m[2] != ws.job_name()) continue;
-    ids.push_back(m[1]);
-    bool cancelled_unrun = line.find("JobState=CANCELLED") != std::string::npos &&
-                           line.find("RunTime=00:00:00") != std::string::npos;
-    if (!cancelled_unrun) kept.push_back(m[1]);
-  }
+  auto look = [&] {
+    auto all = run({"scontrol", "show", "job", "--oneliner"});
+    REQUIRE(all.ok());
+    ids.clear();
+    kept.clear();
+    std::smatch m;
+    static const std::regex job_line(R"(^JobId=(\d+) JobName=(\S+) )");
+    for (const auto& line : lines_of(all.out)) {
+      if (!std::regex_search(line, m, job_line) || m[2] != ws.job_name()) continue;
+      ids.push_back(m[1]);
+      bool cancelled_unrun = line.find("JobState=CANCELLED") != std::string::npos &&
+                             line.find("RunTime=00:00:00") != std::string::npos;
+      if (!cancelled_unrun) kept.push_back(m[1]);
+    }
+  };
+  // Each try that reached the frozen controller becomes a job once it thaws: count once the
+  // controller shows as many jobs as there were tries (or after 30 s).
+  const int started = count_lines_with(read_file(tries), "start");
+  INFO("sbatch tries: " << started);
+  wait_until([&] {
+    look();
+    return code != 0 || static_cast<int>(ids.size()) >= started;
+  }, 30s);
   INFO("jobs named " << ws.job_name() << ": " << ids.size() << ", not cancelled before running: "
                      << kept.size());
   if (code == 0) {

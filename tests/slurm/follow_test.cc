@@ -167,11 +167,12 @@ TEST_CASE("a requeued job is followed through its second run", "[slurm][follow][
   REQUIRE(!job.empty());
   REQUIRE(live.wait_for(LiveProcess::kOut, "probe rank=0", 30s));
   REQUIRE(run({"scontrol", "requeue", job}).ok());
-  // A requeued job may start again only ~2 minutes later (BeginTime); let it go sooner. Not at
-  // once: slurmd refuses a job whose credential it revoked in the same second ("Job credential
-  // revoked") and the job then fails.
+  // A requeued job may start again only ~2 minutes later (BeginTime); let it go sooner. Not in
+  // the second its old run ended: slurmd refuses a credential made in the second it revoked the
+  // job's credential, or earlier ("Job credential revoked"), and the job then fails. PENDING
+  // (no longer COMPLETING) says the nodes have revoked it; then wait for the next second.
   REQUIRE(wait_job_state(job, {"PENDING"}) == "PENDING");
-  std::this_thread::sleep_for(2s);
+  wait_for_next_second();
   bool released = false;
   for (int i = 0; i < 20 && !released; ++i) {
     released = run({"scontrol", "update", "JobId=" + job, "StartTime=now"}).ok();

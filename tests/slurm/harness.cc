@@ -12,12 +12,15 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
 
+#include "render/shell.h"
+#include "subprocess.h"
 #include "testcluster.h"
 
 extern char** environ;
@@ -111,6 +114,13 @@ int count_nonempty_lines(const std::string& text) {
   return n;
 }
 
+int count_lines_with(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (const auto& l : lines_of(text))
+    if (contains(l, needle)) ++n;
+  return n;
+}
+
 std::vector<ProbeLine> probe_lines(const std::string& output) {
   static const std::regex form(
       R"(^\s*(\d+): probe rank=(\S+) local=(\S+) node=(\S+) host=(\S+) addr=(\S+) port=(\S+) cuda=(\S+) argv=(.*)$)");
@@ -165,12 +175,22 @@ std::string wait_job_state(const std::string& job_id, const std::vector<std::str
 
 bool wait_file_contains(const std::string& path, const std::string& needle,
                         std::chrono::milliseconds timeout) {
+  return wait_until([&] { return file_exists(path) && contains(read_file(path), needle); },
+                    timeout);
+}
+
+bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
   while (true) {
-    if (file_exists(path) && contains(read_file(path), needle)) return true;
+    if (condition()) return true;
     if (Clock::now() > deadline) return false;
     std::this_thread::sleep_for(100ms);
   }
+}
+
+void wait_for_next_second() {
+  const std::time_t now = std::time(nullptr);
+  while (std::time(nullptr) <= now) std::this_thread::sleep_for(20ms);
 }
 
 std::vector<std::string> hostnames(const std::string& nodelist) {
@@ -249,6 +269,21 @@ ProcessResult Workspace::hpclaunch(const std::vector<std::string>& args,
   o.env = env(extra_env);
   o.cwd = work();
   return hpc::test::run_process(hpclaunch_argv(args), o);
+}
+
+std::string sbatch_counting_tries(const std::string& dir, const std::string& log) {
+  const char* path = std::getenv("PATH");
+  const std::string real = hpc::find_in_path("sbatch", path ? path : "");
+  if (real.empty()) throw std::runtime_error("no sbatch on PATH");
+  fs::create_directories(dir);
+  const std::string q_log = hpc::shell_quote(log);
+  std::ofstream(dir + "/sbatch") << "#!/bin/bash\necho start >>" << q_log << "\n"
+                                 << hpc::shell_quote(real) << " \"$@\"\nrc=$?\n"
+                                 << "echo \"end $rc\" >>" << q_log << "\nexit $rc\n";
+  fs::permissions(dir + "/sbatch", fs::perms::owner_all | fs::perms::group_read |
+                                       fs::perms::group_exec | fs::perms::others_read |
+                                       fs::perms::others_exec);
+  return dir + ":" + (path ? path : "");
 }
 
 std::string wait_submitted(LiveProcess& live) {

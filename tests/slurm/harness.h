@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,6 +35,8 @@ std::vector<std::string> lines_of(const std::string& text);
 bool contains(const std::string& text, const std::string& needle);
 // Lines of `text` that are not empty.
 int count_nonempty_lines(const std::string& text);
+// Lines of `text` that contain `needle`.
+int count_lines_with(const std::string& text, const std::string& needle);
 
 // A line the probe printed (srun --label puts "R: " in front):
 //   R: probe rank=0 local=0 node=0 host=node01 addr=127.0.0.1 port=20001 cuda=0,1 argv=[train]...
@@ -51,6 +54,11 @@ std::string wait_job_state(const std::string& job_id, const std::vector<std::str
 // Waits until the file at `path` exists and contains `needle`; whether it did within `timeout`.
 bool wait_file_contains(const std::string& path, const std::string& needle,
                         std::chrono::milliseconds timeout = 30s);
+// Polls `condition` every 100 ms until it holds; whether it did within `timeout`. For waiting
+// on what a test needs to have happened instead of sleeping for a time it usually takes.
+bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
+// Returns once the wall clock's second has moved on (Slurm's credentials count in seconds).
+void wait_for_next_second();
 // `scontrol show hostnames EXPR`.
 std::vector<std::string> hostnames(const std::string& nodelist);
 // The job id in hpclaunch's "submitted job N" line; "" if there is none.
@@ -91,6 +99,10 @@ class Workspace {
  private:
   std::string dir_, job_name_;
 };
+
+// Writes DIR/sbatch, which runs the real sbatch and appends "start" to LOG before and "end RC"
+// after each call; returns a PATH with DIR first, for hpclaunch's environment.
+std::string sbatch_counting_tries(const std::string& dir, const std::string& log);
 
 // Probe settings (environment of hpclaunch, exported to the job by sbatch):
 //   PROBE_TICKS=N        print "tick I EPOCH" N times (EPOCH: date +%s.%N), PROBE_TICK_SECONDS apart

@@ -115,10 +115,12 @@ case "$case_name" in
     scancel --signal=USR1 --batch "$job"
     signalled_at=$(step_count "$m")
     # The script requeues the job; it waits for BeginTime (cred_expire, 120 s by default). Let it
-    # start sooner, but not in the same second: slurmd refuses a credential it just revoked.
+    # start sooner, but not in the second slurmd revoked its credential (it refuses one made then
+    # or earlier): PENDING, no longer COMPLETING, says the nodes did; then the next second.
     [[ $(wait_state "$job" 60 PENDING) == PENDING ]] || fail "job $job not PENDING after USR1 ($(job_field "$job" JobState))"
+    pending_at=$(date +%s)
     [[ $(job_field "$job" Restarts) == 1 ]] || fail "Restarts=$(job_field "$job" Restarts), not 1"
-    sleep 2
+    while (($(date +%s) <= pending_at)); do sleep 0.05; done
     for _ in $(seq 20); do scontrol update "JobId=$job" StartTime=now 2>/dev/null && break; sleep 0.25; done
     rc=0
     wait "$follower" || rc=$?

@@ -178,7 +178,7 @@ TEST_CASE("after the server side of the connection dies, the next call reconnect
   REQUIRE(session_pid > 1);
   REQUIRE(contains(read_local("/proc/" + std::to_string(session_pid) + "/cmdline"), "sshd"));
   REQUIRE(kill(session_pid, SIGKILL) == 0);
-  for (int i = 0; i < 100 && kill(session_pid, 0) == 0; ++i) usleep(10000);
+  REQUIRE(wait_until([&] { return kill(session_pid, 0) != 0; }));  // reaped by sshd
 
   r = host.run({"echo", "back"});
   INFO(r.summary("echo"));
@@ -189,8 +189,9 @@ TEST_CASE("after the server side of the connection dies, the next call reconnect
   // SFTP too: the first file call after a drop gets a new SFTP session.
   r = host.run({"sh", "-c", "echo $PPID"});
   REQUIRE(r.ok());
-  REQUIRE(kill(std::stoi(r.out), SIGKILL) == 0);
-  usleep(100000);
+  const pid_t second_pid = std::stoi(r.out);
+  REQUIRE(kill(second_pid, SIGKILL) == 0);
+  REQUIRE(wait_until([&] { return kill(second_pid, 0) != 0; }));
   CHECK(host.absolute("/a") == "/a");  // no connection needed
   const std::string dir = scratch_dir("reconnect");
   host.write_file(dir + "/f", "after", 0644);
@@ -226,12 +227,15 @@ TEST_CASE("network blips: reconnects, and gives up after the bounded attempts",
   }
 
   SECTION("a cut while a command runs: reported like a timeout, the next call reconnects") {
+    // Cut once the command has started (it says so in a file; the login node is this machine).
+    const std::string started = dir + "/started";
     std::thread cutter([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      wait_until([&] { return local_exists(started); });
       relay.cut();
     });
-    CommandResult r = host.run({"sleep", "5"});
+    CommandResult r = host.run({"sh", "-c", "touch \"$1\" && exec sleep 5", "sh", started});
     cutter.join();
+    CHECK(local_exists(started));
     CHECK(r.timed_out);
     CHECK(contains(r.err, "lost the connection"));
     CHECK(host.run({"true"}).ok());
@@ -241,11 +245,13 @@ TEST_CASE("network blips: reconnects, and gives up after the bounded attempts",
   SECTION("the server comes back during the attempts") {
     relay.refuse();
     std::thread back([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      // Back once the first attempt was turned away; the next one (50 ms later) gets in.
+      wait_until([&] { return relay.refused() >= 1; });
       relay.accept_again();
     });
     CommandResult r = host.run({"echo", "ok"});
     back.join();
+    CHECK(relay.refused() >= 1);
     CHECK(r.out == "ok\n");
     CHECK(host.reconnects() == 1);
   }

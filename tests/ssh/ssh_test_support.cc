@@ -108,6 +108,15 @@ int port_of(int fd) {
 
 }  // namespace
 
+bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
 int closed_port() {
   int fd = bound_socket(0);
   int port = port_of(fd);
@@ -171,12 +180,6 @@ void TcpRelay::loop() {
         frozen.insert(frozen.end(), links.begin(), links.end());
         links.clear();
       }
-      if (refuse_ && listen_fd_ >= 0) {
-        close(listen_fd_);
-        listen_fd_ = -1;
-      } else if (!refuse_ && listen_fd_ < 0) {
-        listen_now();
-      }
       applied_ = requested_.load();
     }
     std::vector<pollfd> p;
@@ -195,7 +198,12 @@ void TcpRelay::loop() {
     }
     if (listen_fd_ >= 0 && p[1].revents) {
       int client = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (client >= 0) {
+      if (client >= 0 && refuse_) {
+        linger reset{1, 0};  // close with RST, as a port nobody listens on answers
+        setsockopt(client, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+        close(client);
+        ++refused_;
+      } else if (client >= 0) {
         int server = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         sockaddr_in a = loopback(target_);
         if (::connect(server, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {

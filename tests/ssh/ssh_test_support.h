@@ -4,7 +4,9 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,9 +40,14 @@ bool local_exists(const std::string& path);
 // A free TCP port on 127.0.0.1 nobody listens on (bound, then closed again).
 int closed_port();
 
+// Waits until `condition` holds, polling every 5 ms; whether it did within `timeout`.
+bool wait_until(const std::function<bool()>& condition,
+                std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
 // Forwards 127.0.0.1:port() to 127.0.0.1:target. cut() closes every forwarded connection
-// (a network blip); refuse() also stops accepting new ones (the server is gone); freeze()
-// stops moving bytes on the connections there are, closing nothing (a peer that hangs).
+// (a network blip); refuse() also turns new ones away, each reset at once and counted in
+// refused() (the server is gone); freeze() stops moving bytes on the connections there are,
+// closing nothing (a peer that hangs).
 class TcpRelay {
  public:
   explicit TcpRelay(int target);
@@ -49,6 +56,7 @@ class TcpRelay {
   TcpRelay& operator=(const TcpRelay&) = delete;
   int port() const { return port_; }
   int accepted() const { return accepted_; }
+  int refused() const { return refused_; }
   void cut();
   void refuse();
   void freeze();
@@ -63,7 +71,7 @@ class TcpRelay {
   int port_ = 0;
   int listen_fd_ = -1;  // only the relay's thread touches descriptors after the constructor
   int wake_[2] = {-1, -1};
-  std::atomic<int> accepted_{0};
+  std::atomic<int> accepted_{0}, refused_{0};
   std::atomic<int> requested_{0}, applied_{0};
   std::atomic<bool> stop_{false}, cut_{false}, refuse_{false}, freeze_{false};
   std::thread thread_;

@@ -6,7 +6,8 @@
 2. train: the gradients of the first step (2 micro-steps of accumulation) match to 1e-4, the
    gradient norm and the losses of 3 steps (AdamW, clipping, warm-up schedule) to 1e-5.
 3. export: `hpctrain export` of a checkpoint loads in the reference and gives the same loss.
-Usage: parity_test.py PATH/TO/hpctrain   (exit 77: torch missing, test skipped)
+Usage: parity_test.py PATH/TO/hpctrain   (exit 77: torch missing, test skipped; under CI=true
+a missing torch fails it, exit 1)
 """
 import json
 import os
@@ -18,6 +19,9 @@ try:
     import numpy as np
     import torch
 except ImportError as e:  # not Debian's python3-torch
+    if os.environ.get("CI") == "true":  # CI installs it: a skip would hide a broken setup
+        print(f"FAIL: {e} (CI=true: scripts/install-deps.sh installs python3-torch)")
+        sys.exit(1)
     print(f"skip: {e}")
     sys.exit(77)
 
