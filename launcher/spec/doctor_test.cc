@@ -114,7 +114,7 @@ TEST_CASE("topo: SYS between GPUs suggests NCCL_P2P_DISABLE", "[doctor]") {
   CHECK(c.suggestion.find("profile.nccl.NCCL_P2P_DISABLE = 1") != std::string::npos);
 }
 
-TEST_CASE("topo: NIC columns are not GPU links; the NIC legend names them", "[doctor]") {
+TEST_CASE("topo: NIC columns are not GPU links, the NIC legend names them", "[doctor]") {
   GpuTopology t = parse_nvidia_topo(kTopoNics);
   CHECK(t.gpus == std::vector<std::string>{"GPU0", "GPU1"});
   CHECK(t.nics == std::vector<std::string>{"NIC0 (mlx5_0)", "NIC1 (mlx5_1)"});
@@ -150,7 +150,7 @@ TEST_CASE("ibv_devinfo -l: device names, none", "[doctor]") {
   CHECK(none.detail.find("no InfiniBand devices") != std::string::npos);
 }
 
-TEST_CASE("interfaces: ib first, then the others; lo, down and bridges skipped", "[doctor]") {
+TEST_CASE("interfaces: ib first, then the others, lo, down and bridges skipped", "[doctor]") {
   std::vector<NetInterface> ifs = {
       {"docker0", true, {"172.17.0.1"}}, {"eno1", true, {"10.1.0.5"}}, {"eno2", false, {}},
       {"ib0", true, {"10.2.0.5"}},       {"lo", true, {"127.0.0.1"}},  {"ib1", true, {}},

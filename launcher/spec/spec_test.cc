@@ -95,7 +95,7 @@ TEST_CASE("spec: every built-in preset renders on every cluster that can hold it
   CHECK(rejected == 3);  // 2n8g on baskerville, daic, jsc
 }
 
-TEST_CASE("spec: later layers win; null removes; -- args append", "[spec]") {
+TEST_CASE("spec: later layers win, null removes, -- args append", "[spec]") {
   SpecFixture f;
   f.write("user/defaults.json", R"({"job": {"name": "from-user", "max_requeues": 7}})");
   f.write("project.json", R"({

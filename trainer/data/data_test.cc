@@ -217,7 +217,7 @@ TEST_CASE("skip() lands where next() would", "[data]") {
   }
 }
 
-TEST_CASE("seek() to a saved position lands where next() would; another world continues the tokens",
+TEST_CASE("seek() to a saved position lands where next() would, another world continues the tokens",
           "[data]") {
   TempDir d;
   std::vector<fs::path> paths = {d.path / "a_train.npy", d.path / "b_train.npy"};
