@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "spec/catalog.h"
 #include "render/render.h"
+#include "spec/catalog.h"
 #include "spec/spec.h"
 
 extern char** environ;
@@ -66,15 +66,28 @@ int main(int argc, char** argv) {
   setenv("HPCLAUNCH_DATA_DIR", HPC_SOURCE_DIR, 1);
   setenv("HPCLAUNCH_PATH", "", 1);
 
-  std::vector<std::string> cmd = {bin,           "render",   "--no-project", "--preset", "2n4g",
-                                  "--strategy",  "fsdp",     "--cluster",    "jsc",      "--set",
-                                  "profile.account=bench", "--", "--model", "gpt2"};
+  std::vector<std::string> cmd = {bin,
+                                  "render",
+                                  "--no-project",
+                                  "--preset",
+                                  "2n4g",
+                                  "--strategy",
+                                  "fsdp",
+                                  "--cluster",
+                                  "jsc",
+                                  "--set",
+                                  "profile.account=bench",
+                                  "--",
+                                  "--model",
+                                  "gpt2"};
   for (int i = 0; i < 5; ++i) run_once(cmd);  // warm the page cache
   std::vector<double> times;
   for (int i = 0; i < runs; ++i) times.push_back(run_once(cmd));
-  std::printf("hpclaunch render (whole process): median %.2f ms, min %.2f ms, max %.2f ms over %d runs (target <= 15 ms)\n",
-              median(times), *std::min_element(times.begin(), times.end()),
-              *std::max_element(times.begin(), times.end()), runs);
+  std::printf(
+      "hpclaunch render (whole process): median %.2f ms, min %.2f ms, max %.2f ms over %d runs "
+      "(target <= 15 ms)\n",
+      median(times), *std::min_element(times.begin(), times.end()),
+      *std::max_element(times.begin(), times.end()), runs);
 
   // A sweep: presets x strategies x clusters, with a distinct job name and step count per point.
   fs::path data = HPC_SOURCE_DIR;
@@ -96,7 +109,9 @@ int main(int argc, char** argv) {
     bytes += tmpl.render(spec, {"bench", {"hpclaunch", "sweep"}}).size();
   }
   double sweep_ms = ms_since(t0);
-  std::printf("1000 sweep points resolved + rendered in one process: %.1f ms (%.3f ms/point, %zu bytes; target <= 1000 ms)\n",
-              sweep_ms, sweep_ms / 1000, bytes);
+  std::printf(
+      "1000 sweep points resolved + rendered in one process: %.1f ms (%.3f ms/point, %zu bytes; "
+      "target <= 1000 ms)\n",
+      sweep_ms, sweep_ms / 1000, bytes);
   return 0;
 }

@@ -1,9 +1,9 @@
 // Files are written whole or not at all: a temp file beside the target, fsync, rename.
 #pragma once
 
+#include <sys/types.h>
 #include <filesystem>
 #include <string_view>
-#include <sys/types.h>
 
 namespace hpc {
 

@@ -156,9 +156,9 @@ class ExpressionParser {
 
  private:
   [[noreturn]] void fail(std::size_t pos, const std::string& what, const std::string& fix) const {
-    throw UserError("hostlist \"" + excerpt_around(expr_, pos) + "\": column " +
-                        std::to_string(pos + 1),
-                    what, fix);
+    throw UserError(
+        "hostlist \"" + excerpt_around(expr_, pos) + "\": column " + std::to_string(pos + 1), what,
+        fix);
   }
 
   // Splits at top-level commas (a comma inside brackets separates ranges), checking on the way
@@ -240,8 +240,9 @@ class ExpressionParser {
       ranges.push_back(parse_range({begin, end}));
       group_size += ranges.back().size();
       if (group_size > kMaxHosts) {
-        fail(begin, "the brackets expand to more than " + std::to_string(kMaxHosts) +
-                        " hosts at range " + std::string(expr_.substr(begin, end - begin)),
+        fail(begin,
+             "the brackets expand to more than " + std::to_string(kMaxHosts) + " hosts at range " +
+                 std::string(expr_.substr(begin, end - begin)),
              "check the bounds");
       }
       if (end == inner.end) return ranges;
@@ -283,8 +284,9 @@ class ExpressionParser {
       }
     }
     if (bound.end - bound.begin > kMaxDigits) {
-      fail(bound.begin, "number " + std::string(text_of(bound)) + " has more than " +
-                            std::to_string(kMaxDigits) + " digits",
+      fail(bound.begin,
+           "number " + std::string(text_of(bound)) + " has more than " +
+               std::to_string(kMaxDigits) + " digits",
            "host numbers this long are not supported");
     }
     return parse_digits(text_of(bound));
@@ -415,13 +417,14 @@ NumberedName split_at_trailing_number(std::string_view host) {
 
 // A name that the expression grammar cannot hold would not come back out of expand().
 void check_representable(const std::string& host, std::size_t index) {
-  const std::string where = "host list: host " + std::to_string(index + 1) + " \"" +
-                            printable(host) + "\"";
+  const std::string where =
+      "host list: host " + std::to_string(index + 1) + " \"" + printable(host) + "\"";
   if (host.empty()) throw UserError(where, "is empty", "remove the empty host name");
   for (char c : host) {
     if (is_blank_or_control(c) || c == ',' || c == '[' || c == ']') {
       throw UserError(where, "contains " + describe_char(c),
-                      "pass each host as its own argument (host names cannot contain spaces, commas or brackets)");
+                      "pass each host as its own argument (host names cannot contain spaces, "
+                      "commas or brackets)");
     }
   }
 }

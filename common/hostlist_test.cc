@@ -122,14 +122,14 @@ TEST_CASE("hostlist: three bracket groups in Slurm's order: G2 slowest, then G1,
           "[hostlist]") {
   CHECK(HostList::expand("a[1-2]b[1-2]c[1-2]") ==
         Hosts{"a1b1c1", "a1b1c2", "a2b1c1", "a2b1c2", "a1b2c1", "a1b2c2", "a2b2c1", "a2b2c2"});
-  CHECK(HostList::expand("a[1-3]b[1-2]c[1-2]") ==
-        Hosts{"a1b1c1", "a1b1c2", "a2b1c1", "a2b1c2", "a3b1c1", "a3b1c2",
-              "a1b2c1", "a1b2c2", "a2b2c1", "a2b2c2", "a3b2c1", "a3b2c2"});
+  CHECK(HostList::expand("a[1-3]b[1-2]c[1-2]") == Hosts{"a1b1c1", "a1b1c2", "a2b1c1", "a2b1c2",
+                                                        "a3b1c1", "a3b1c2", "a1b2c1", "a1b2c2",
+                                                        "a2b2c1", "a2b2c2", "a3b2c1", "a3b2c2"});
   CHECK(HostList::expand("a[1-3]b[1-2]c[1]") ==
         Hosts{"a1b1c1", "a2b1c1", "a3b1c1", "a1b2c1", "a2b2c1", "a3b2c1"});
-  CHECK(HostList::expand("x[1,3]y[7-8,2]z[0-1]") ==
-        Hosts{"x1y7z0", "x1y7z1", "x3y7z0", "x3y7z1", "x1y8z0", "x1y8z1",
-              "x3y8z0", "x3y8z1", "x1y2z0", "x1y2z1", "x3y2z0", "x3y2z1"});
+  CHECK(HostList::expand("x[1,3]y[7-8,2]z[0-1]") == Hosts{"x1y7z0", "x1y7z1", "x3y7z0", "x3y7z1",
+                                                          "x1y8z0", "x1y8z1", "x3y8z0", "x3y8z1",
+                                                          "x1y2z0", "x1y2z1", "x3y2z0", "x3y2z1"});
   CHECK(HostList::expand("[1-2][3-4][5-6]") ==
         Hosts{"135", "136", "235", "236", "145", "146", "245", "246"});
   CHECK(HostList::expand("r[1-2]n[1-2]-[1-2],z") ==
@@ -140,19 +140,19 @@ TEST_CASE("hostlist: three bracket groups in Slurm's order: G2 slowest, then G1,
 TEST_CASE("hostlist: four and five bracket groups in Slurm's order", "[hostlist]") {
   // G3 slowest, then G2, then G1, G4 fastest.
   CHECK(HostList::expand("a[1-2]b[3-4]c[5-6]d[7-8]") ==
-        Hosts{"a1b3c5d7", "a1b3c5d8", "a2b3c5d7", "a2b3c5d8", "a1b4c5d7", "a1b4c5d8",
-              "a2b4c5d7", "a2b4c5d8", "a1b3c6d7", "a1b3c6d8", "a2b3c6d7", "a2b3c6d8",
-              "a1b4c6d7", "a1b4c6d8", "a2b4c6d7", "a2b4c6d8"});
-  CHECK(HostList::expand("w[1,3]x[1-2]y[05-06]z[9]") ==
-        Hosts{"w1x1y05z9", "w3x1y05z9", "w1x2y05z9", "w3x2y05z9",
-              "w1x1y06z9", "w3x1y06z9", "w1x2y06z9", "w3x2y06z9"});
+        Hosts{"a1b3c5d7", "a1b3c5d8", "a2b3c5d7", "a2b3c5d8", "a1b4c5d7", "a1b4c5d8", "a2b4c5d7",
+              "a2b4c5d8", "a1b3c6d7", "a1b3c6d8", "a2b3c6d7", "a2b3c6d8", "a1b4c6d7", "a1b4c6d8",
+              "a2b4c6d7", "a2b4c6d8"});
+  CHECK(HostList::expand("w[1,3]x[1-2]y[05-06]z[9]") == Hosts{"w1x1y05z9", "w3x1y05z9", "w1x2y05z9",
+                                                              "w3x2y05z9", "w1x1y06z9", "w3x1y06z9",
+                                                              "w1x2y06z9", "w3x2y06z9"});
   CHECK(HostList::expand("p[1]q[1-3]r[1-2]s[1-2]") ==
-        Hosts{"p1q1r1s1", "p1q1r1s2", "p1q2r1s1", "p1q2r1s2", "p1q3r1s1", "p1q3r1s2",
-              "p1q1r2s1", "p1q1r2s2", "p1q2r2s1", "p1q2r2s2", "p1q3r2s1", "p1q3r2s2"});
+        Hosts{"p1q1r1s1", "p1q1r1s2", "p1q2r1s1", "p1q2r1s2", "p1q3r1s1", "p1q3r1s2", "p1q1r2s1",
+              "p1q1r2s2", "p1q2r2s1", "p1q2r2s2", "p1q3r2s1", "p1q3r2s2"});
   // G4 slowest, then G3, G2, G1, G5 fastest.
   CHECK(HostList::expand("a[1-2]b[1-2]c[1]d[1-2]e[1]") ==
-        Hosts{"a1b1c1d1e1", "a2b1c1d1e1", "a1b2c1d1e1", "a2b2c1d1e1",
-              "a1b1c1d2e1", "a2b1c1d2e1", "a1b2c1d2e1", "a2b2c1d2e1"});
+        Hosts{"a1b1c1d1e1", "a2b1c1d1e1", "a1b2c1d1e1", "a2b2c1d1e1", "a1b1c1d2e1", "a2b1c1d2e1",
+              "a1b2c1d2e1", "a2b2c1d2e1"});
 }
 
 namespace {
@@ -231,16 +231,14 @@ TEST_CASE("hostlist: expand agrees with a model of Slurm's recursion on random i
   CHECK(by_groups[5] > 300);
 }
 
-TEST_CASE("hostlist: text after the last bracket is accepted (unlike Slurm 22.05)",
-          "[hostlist]") {
-  CHECK(HostList::expand("bask-pg0309u[05-06]a") ==
-        Hosts{"bask-pg0309u05a", "bask-pg0309u06a"});
+TEST_CASE("hostlist: text after the last bracket is accepted (unlike Slurm 22.05)", "[hostlist]") {
+  CHECK(HostList::expand("bask-pg0309u[05-06]a") == Hosts{"bask-pg0309u05a", "bask-pg0309u06a"});
   CHECK(HostList::expand("gpu-a[1-2]b") == Hosts{"gpu-a1b", "gpu-a2b"});
   CHECK(HostList::expand("jwb[0001-0002]i,login") == Hosts{"jwb0001i", "jwb0002i", "login"});
   // The groups keep Slurm's order, as if the text after the last one were not there.
-  CHECK(HostList::expand("a[1-2]b[1-2]c[1-2]-ib") ==
-        Hosts{"a1b1c1-ib", "a1b1c2-ib", "a2b1c1-ib", "a2b1c2-ib",
-              "a1b2c1-ib", "a1b2c2-ib", "a2b2c1-ib", "a2b2c2-ib"});
+  CHECK(HostList::expand("a[1-2]b[1-2]c[1-2]-ib") == Hosts{"a1b1c1-ib", "a1b1c2-ib", "a2b1c1-ib",
+                                                           "a2b1c2-ib", "a1b2c1-ib", "a1b2c2-ib",
+                                                           "a2b2c1-ib", "a2b2c2-ib"});
 }
 
 TEST_CASE("hostlist: errors name the expression, the column and the fix", "[hostlist]") {
@@ -389,11 +387,10 @@ TEST_CASE("hostlist: compress rejects names a host list cannot hold", "[hostlist
 }
 
 TEST_CASE("hostlist: compress and expand round-trip on fixed cases", "[hostlist]") {
-  for (const char* expr : {"node[01-03,7],gpu-a[1-2]", "a[1-2]b[3-4]", "node[1-3]x[1]",
-                           "x[3,1-2]", "node[1-3],node2", "node[009-011]", "n[08-100]",
-                           "bask-pg0309u[05-06]a", "n[0,00,000,0000]", "r[1-3]n[01-04]-ib",
-                           "a[1-2]b[1-2]c[1-2]", "a[1-2]b[3-4]c[5-6]d[7-8]",
-                           "x[1,3]y[7-8,2]z[0-1],x1y7z0"}) {
+  for (const char* expr : {"node[01-03,7],gpu-a[1-2]", "a[1-2]b[3-4]", "node[1-3]x[1]", "x[3,1-2]",
+                           "node[1-3],node2", "node[009-011]", "n[08-100]", "bask-pg0309u[05-06]a",
+                           "n[0,00,000,0000]", "r[1-3]n[01-04]-ib", "a[1-2]b[1-2]c[1-2]",
+                           "a[1-2]b[3-4]c[5-6]d[7-8]", "x[1,3]y[7-8,2]z[0-1],x1y7z0"}) {
     INFO(expr);
     const Hosts hosts = HostList::expand(expr);
     const std::string compressed = HostList::compress(hosts);
@@ -412,11 +409,13 @@ namespace {
 // Random host vectors shaped like real node lists: runs of consecutive numbers under one stem,
 // with paddings, suffixes, names without digits, duplicates and shuffled stretches.
 Hosts random_hosts(std::mt19937& rng) {
-  static const std::vector<std::string> kPrefixes{
-      "node", "gpu-a", "n", "bask-pg0309u", "x1y", "", "c2-", "r10n", "x1", "jwb"};
+  static const std::vector<std::string> kPrefixes{"node", "gpu-a", "n",    "bask-pg0309u", "x1y",
+                                                  "",     "c2-",   "r10n", "x1",           "jwb"};
   static const std::vector<std::string> kSuffixes{"", "", "", "a", "-ib", "i", ".local", "b7c"};
   static const std::vector<std::string> kPlainNames{"login", "head-node", "gpu", "a-b"};
-  auto pick = [&rng](std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); };
+  auto pick = [&rng](std::size_t n) {
+    return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng);
+  };
 
   Hosts hosts;
   const std::size_t blocks = 1 + pick(6);

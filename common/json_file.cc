@@ -15,8 +15,11 @@ std::pair<int, int> line_column_at(const std::string& text, size_t byte_offset) 
   int line = 1, column = 1;
   size_t end = std::min(byte_offset, text.size());
   for (size_t i = 0; i < end; ++i) {
-    if (text[i] == '\n') { ++line; column = 1; }
-    else ++column;
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else
+      ++column;
   }
   return {line, column};
 }
@@ -35,7 +38,9 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& origi
       while (open > 0 && !(text[open] == '"' && text[open - 1] != '\\')) --open;
       if (text[open] == '"') at = open;
     } else {
-      auto in_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '+'; };
+      auto in_word = [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '+';
+      };
       while (at > 0 && at < text.size() && in_word(text[at]) && in_word(text[at - 1])) --at;
     }
     std::string msg = e.what();
@@ -46,9 +51,8 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& origi
     std::string what = msg;
     auto colon = what.find(": ", what.find("column"));
     if (colon != std::string::npos) what = what.substr(colon + 2);
-    throw UserError(
-        origin + ":" + std::to_string(line) + ":" + std::to_string(column),
-        "invalid JSON: " + what, fix);
+    throw UserError(origin + ":" + std::to_string(line) + ":" + std::to_string(column),
+                    "invalid JSON: " + what, fix);
   }
 }
 

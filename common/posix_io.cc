@@ -40,12 +40,12 @@ int signal_from_name(std::string name) {
   std::transform(name.begin(), name.end(), name.begin(), ::toupper);
   if (starts_with(name, "SIG")) name = name.substr(3);
   static const std::map<std::string, int> names = {
-      {"HUP", SIGHUP},   {"INT", SIGINT},       {"QUIT", SIGQUIT},   {"ILL", SIGILL},
-      {"TRAP", SIGTRAP}, {"ABRT", SIGABRT},     {"BUS", SIGBUS},     {"FPE", SIGFPE},
-      {"KILL", SIGKILL}, {"USR1", SIGUSR1},     {"SEGV", SIGSEGV},   {"USR2", SIGUSR2},
-      {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},     {"TERM", SIGTERM},   {"CONT", SIGCONT},
-      {"STOP", SIGSTOP}, {"TSTP", SIGTSTP},     {"URG", SIGURG},     {"XCPU", SIGXCPU},
-      {"XFSZ", SIGXFSZ}, {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF},   {"WINCH", SIGWINCH}};
+      {"HUP", SIGHUP},   {"INT", SIGINT},       {"QUIT", SIGQUIT}, {"ILL", SIGILL},
+      {"TRAP", SIGTRAP}, {"ABRT", SIGABRT},     {"BUS", SIGBUS},   {"FPE", SIGFPE},
+      {"KILL", SIGKILL}, {"USR1", SIGUSR1},     {"SEGV", SIGSEGV}, {"USR2", SIGUSR2},
+      {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},     {"TERM", SIGTERM}, {"CONT", SIGCONT},
+      {"STOP", SIGSTOP}, {"TSTP", SIGTSTP},     {"URG", SIGURG},   {"XCPU", SIGXCPU},
+      {"XFSZ", SIGXFSZ}, {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}};
   auto it = names.find(name);
   return it == names.end() ? 0 : it->second;
 }

@@ -40,20 +40,22 @@ std::vector<std::string> merged_environment(const std::vector<std::string>& extr
 
 std::string CommandResult::summary(const std::string& program) const {
   if (!spawn_error.empty()) return program + ": " + spawn_error;
-  std::string how = timed_out       ? "timed out"
-                    : term_signal   ? "was killed by signal " + std::to_string(term_signal)
-                                    : "exited with " + std::to_string(exit_code);
+  std::string how = timed_out     ? "timed out"
+                    : term_signal ? "was killed by signal " + std::to_string(term_signal)
+                                  : "exited with " + std::to_string(exit_code);
   std::string detail = first_line(err);
   if (detail.empty()) detail = first_line(out);
   return program + " " + how + (detail.empty() ? "" : ": " + detail);
 }
 
 std::string find_in_path(const std::string& program, const std::string& path) {
-  if (program.find('/') != std::string::npos) return access(program.c_str(), X_OK) == 0 ? program : "";
+  if (program.find('/') != std::string::npos)
+    return access(program.c_str(), X_OK) == 0 ? program : "";
   for (size_t start = 0;;) {
     size_t colon = path.find(':', start);
     std::string dir = path.substr(start, colon - start);
-    if (!dir.empty() && access((dir + "/" + program).c_str(), X_OK) == 0) return dir + "/" + program;
+    if (!dir.empty() && access((dir + "/" + program).c_str(), X_OK) == 0)
+      return dir + "/" + program;
     if (colon == std::string::npos) return "";
     start = colon + 1;
   }
@@ -81,8 +83,8 @@ CommandResult run_command(const std::vector<std::string>& argv, const CommandOpt
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   // Own process group, so a timeout can kill everything the command started.
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   posix_spawnattr_setpgroup(&attr, 0);
   sigset_t none, all;
   sigemptyset(&none);
@@ -95,7 +97,8 @@ CommandResult run_command(const std::vector<std::string>& argv, const CommandOpt
   std::string path_value = "/usr/bin:/bin";
   for (const auto& e : env)
     if (e.rfind("PATH=", 0) == 0) path_value = e.substr(5);
-  std::string program = argv[0].find('/') != std::string::npos ? argv[0] : find_in_path(argv[0], path_value);
+  std::string program =
+      argv[0].find('/') != std::string::npos ? argv[0] : find_in_path(argv[0], path_value);
   std::vector<char*> cargv, cenv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
@@ -103,8 +106,9 @@ CommandResult run_command(const std::vector<std::string>& argv, const CommandOpt
   cenv.push_back(nullptr);
 
   pid_t pid = -1;
-  int rc = program.empty() ? ENOENT
-                          : posix_spawn(&pid, program.c_str(), &actions, &attr, cargv.data(), cenv.data());
+  int rc = program.empty()
+               ? ENOENT
+               : posix_spawn(&pid, program.c_str(), &actions, &attr, cargv.data(), cenv.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close(in_pipe[0]);
@@ -149,8 +153,14 @@ CommandResult run_command(const std::vector<std::string>& argv, const CommandOpt
     int n = 0;
     int index_of[3];
     for (int i = 0; i < 2; ++i)
-      if (open[i]) { p[n] = {fds[i], POLLIN, 0}; index_of[n++] = i; }
-    if (in_fd >= 0) { p[n] = {in_fd, POLLOUT, 0}; index_of[n++] = 2; }
+      if (open[i]) {
+        p[n] = {fds[i], POLLIN, 0};
+        index_of[n++] = i;
+      }
+    if (in_fd >= 0) {
+      p[n] = {in_fd, POLLOUT, 0};
+      index_of[n++] = 2;
+    }
     int ready = poll(p, n, static_cast<int>(std::min<long long>(left.count(), 1000)));
     if (ready < 0 && errno != EINTR) break;
     for (int k = 0; k < n && ready > 0; ++k) {
@@ -160,13 +170,18 @@ CommandResult run_command(const std::vector<std::string>& argv, const CommandOpt
         ssize_t w = write(in_fd, input.data() + written, input.size() - written);
         if (w > 0) written += static_cast<size_t>(w);
         if (w < 0 && errno != EAGAIN && errno != EINTR) written = input.size();
-        if (written >= input.size()) { close(in_fd); in_fd = -1; }
+        if (written >= input.size()) {
+          close(in_fd);
+          in_fd = -1;
+        }
         continue;
       }
       char buf[65536];
       ssize_t r = read(fds[i], buf, sizeof buf);
-      if (r > 0) sinks[i]->append(buf, static_cast<size_t>(r));
-      else if (r == 0 || (errno != EINTR && errno != EAGAIN)) open[i] = false;
+      if (r > 0)
+        sinks[i]->append(buf, static_cast<size_t>(r));
+      else if (r == 0 || (errno != EINTR && errno != EAGAIN))
+        open[i] = false;
     }
   }
   if (in_fd >= 0) close(in_fd);
@@ -187,12 +202,13 @@ CommandResult run_command(const std::vector<std::string>& argv, const CommandOpt
   }
   if (!sigismember(&old_mask, SIGPIPE)) {
     timespec zero{0, 0};
-    while (sigtimedwait(&pipe_set, nullptr, &zero) == SIGPIPE) {
-    }
+    while (sigtimedwait(&pipe_set, nullptr, &zero) == SIGPIPE) {}
   }
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
+  if (WIFEXITED(status))
+    result.exit_code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status))
+    result.term_signal = WTERMSIG(status);
   return result;
 }
 

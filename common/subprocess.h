@@ -18,10 +18,10 @@ struct CommandOptions {
 };
 
 struct CommandResult {
-  int exit_code = -1;         // exit status if it exited, else -1
-  int term_signal = 0;        // signal that ended it, else 0
+  int exit_code = -1;   // exit status if it exited, else -1
+  int term_signal = 0;  // signal that ended it, else 0
   bool timed_out = false;
-  std::string spawn_error;    // set when it could not start (e.g. "sbatch: not found")
+  std::string spawn_error;  // set when it could not start (e.g. "sbatch: not found")
   std::string out, err;
 
   bool ok() const { return spawn_error.empty() && !timed_out && exit_code == 0; }

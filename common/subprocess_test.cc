@@ -1,8 +1,8 @@
 // run_command: how the launcher (and the integration tests, through run_process) run programs.
 #include "subprocess.h"
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <string>
 
@@ -40,7 +40,8 @@ TEST_CASE("run_command feeds stdin, large amounts included", "[subprocess]") {
 
 TEST_CASE("run_command reads both pipes while the program runs", "[subprocess]") {
   // 1 MiB on each stream: a reader that drained one pipe at a time would deadlock.
-  auto r = run_command({"sh", "-c", "head -c 1048576 /dev/zero; head -c 1048576 /dev/zero >&2; echo done >&2"});
+  auto r = run_command(
+      {"sh", "-c", "head -c 1048576 /dev/zero; head -c 1048576 /dev/zero >&2; echo done >&2"});
   CHECK(r.ok());
   CHECK(r.out.size() == 1048576);
   CHECK(r.err.size() == 1048576 + 5);
@@ -60,7 +61,8 @@ TEST_CASE("run_command kills a program and its children after the timeout", "[su
   CHECK(r.summary("sh") == "sh timed out");
 }
 
-TEST_CASE("run_command: the timeout holds also for a program that closed its output", "[subprocess]") {
+TEST_CASE("run_command: the timeout holds also for a program that closed its output",
+          "[subprocess]") {
   CommandOptions opts;
   opts.timeout = std::chrono::milliseconds(300);
   auto start = std::chrono::steady_clock::now();
@@ -76,7 +78,8 @@ TEST_CASE("run_command reports a program that cannot start", "[subprocess]") {
   auto r = run_command({"hpc-no-such-program-here"});
   CHECK_FALSE(r.ok());
   CHECK(r.spawn_error == "No such file or directory");
-  CHECK(r.summary("hpc-no-such-program-here") == "hpc-no-such-program-here: No such file or directory");
+  CHECK(r.summary("hpc-no-such-program-here") ==
+        "hpc-no-such-program-here: No such file or directory");
   CHECK_THROWS_AS(run_command({}), std::invalid_argument);
 }
 

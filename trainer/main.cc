@@ -12,12 +12,12 @@
 #include <limits>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
+#include <CLI/CLI.hpp>
 
 #include "dist/bench_allreduce.h"
-#include "model/config.h"
 #include "error.h"
+#include "model/config.h"
 #include "train.h"
 
 namespace {

@@ -12,8 +12,8 @@
 #include "checkpoint/checkpoint.h"
 #include "data/data.h"
 #include "device.h"
-#include "dist/rendezvous.h"
 #include "dist/make_strategy.h"
+#include "dist/rendezvous.h"
 #include "dist/strategy.h"
 #include "error.h"
 #include "metrics/metrics.h"
@@ -134,9 +134,12 @@ std::string sample_text(GptImpl& model, int64_t tokens, uint64_t seed, const at:
   std::string out;
   for (size_t i = 1; i < ids.size(); ++i) {
     const int64_t id = ids[i];
-    if (id == '\n') out += "\\n";
-    else if (id >= 32 && id < 127) out.push_back(char(id));
-    else out += fmt::format("<{}>", id);
+    if (id == '\n')
+      out += "\\n";
+    else if (id >= 32 && id < 127)
+      out.push_back(char(id));
+    else
+      out += fmt::format("<{}>", id);
   }
   return out;
 }
@@ -168,8 +171,8 @@ std::vector<at::Tensor> parameters_of(GptImpl& model) {
 
 void check_seq_len(int64_t T, const GptConfig& c) {
   if (T <= 0 || T > c.block_size) {
-    throw UserError("--seq-len", fmt::format("{} is outside 1..{} (the model's block size)", T,
-                                             c.block_size),
+    throw UserError("--seq-len",
+                    fmt::format("{} is outside 1..{} (the model's block size)", T, c.block_size),
                     "lower --seq-len or raise --block-size");
   }
 }
@@ -258,7 +261,9 @@ std::vector<fs::path> resume_candidates(const TrainOptions& o, const std::string
     if (candidates.empty() && has_single_file_checkpoints(o.checkpoint_dir) && rank == 0) {
       std::fputs(fmt::format("hpctrain: warning: {} holds only checkpoints of the earlier "
                              "single-file format (ckpt_*.safetensors), which this hpctrain does "
-                             "not read; starting from step 0\n", o.checkpoint_dir).c_str(),
+                             "not read; starting from step 0\n",
+                             o.checkpoint_dir)
+                     .c_str(),
                  stderr);
     }
   } else if (!resume.empty()) {
@@ -350,8 +355,8 @@ int64_t resume_training(const std::vector<fs::path>& candidates, const std::stri
     train_data.seek(m.files[0].data.shard, m.files[0].data.position + B * T * rank);
   }
   print0(rank, fmt::format("resumed from {} at step {} (saved by {} rank(s) with {}; verified "
-                           "and loaded in {:.2f} s)", cp->dir.string(), m.next_step, m.world,
-                           m.strategy, seconds_since(r0)));
+                           "and loaded in {:.2f} s)",
+                           cp->dir.string(), m.next_step, m.world, m.strategy, seconds_since(r0)));
   return m.next_step;
 }
 
@@ -408,8 +413,8 @@ void write_checkpoint(const TrainOptions& o, int64_t step, const GptConfig& conf
   const auto c0 = Clock::now();
   dist::ProcessGroup& ranks = strategy.group();
   const auto saved = save_checkpoint(o.checkpoint_dir, info, strategy.pieces_to_save(),
-                                     DataPosition{train_data.shard(), train_data.position()},
-                                     ranks, o.keep_checkpoints);
+                                     DataPosition{train_data.shard(), train_data.position()}, ranks,
+                                     o.keep_checkpoints);
   print0(ranks.rank(), fmt::format("step {:5d} | checkpoint {} ({:.1f} MB in {} files, {:.2f} s)",
                                    step, saved.dir.string(), double(saved.bytes) / 1e6,
                                    ranks.world(), seconds_since(c0)));
@@ -426,8 +431,8 @@ int stop_on_signal(int64_t step, bool last, dist::ProcessGroup& ranks) {
     return 0;
   }
   print0(ranks.rank(), fmt::format("step {:5d} | {}: stopping (exit {}); resume with --resume "
-                                   "auto (automatic in a requeued Slurm job)", step, sig,
-                                   kExitStoppedForRequeue));
+                                   "auto (automatic in a requeued Slurm job)",
+                                   step, sig, kExitStoppedForRequeue));
   return kExitStoppedForRequeue;
 }
 
@@ -468,8 +473,8 @@ int run_train(const TrainOptions& o) {
   if (UnitHooks* hooks = strategy->unit_hooks()) model->set_unit_hooks(hooks);  // fsdp
   int64_t first_step = 0;
   if (!resume_from.empty()) {
-    first_step = resume_training(resume_from, resume, o, config, B, T, layout, *strategy,
-                                 *data.train);
+    first_step =
+        resume_training(resume_from, resume, o, config, B, T, layout, *strategy, *data.train);
   }
 
   MetricsLog metrics;
@@ -505,8 +510,8 @@ int run_train(const TrainOptions& o) {
     const auto t0 = Clock::now();
     const double cpu0 = process_cpu_seconds();
     for (auto& p : params) p.mutable_grad() = at::Tensor();  // the next backward writes them
-    const at::Tensor loss = forward_backward(*model, *strategy, *data.train, window, accum, B, T,
-                                             device);
+    const at::Tensor loss =
+        forward_backward(*model, *strategy, *data.train, window, accum, B, T, device);
     strategy->finish_gradients();  // gradients are now the mean over ranks
     if (!o.dump_grads.empty() && step == first_step && rank == 0) {
       export_gradients(o.dump_grads, *model);
@@ -532,8 +537,9 @@ int run_train(const TrainOptions& o) {
     if (o.log_every > 0 && (step % o.log_every == 0 || last)) print0(rank, format_step_line(m));
     if (step == first_step) {
       print0(rank, fmt::format("rank 0 holds {} bytes of parameters, {} of gradients, {} of "
-                               "optimiser state ({})", m.state.parameters, m.state.gradients,
-                               m.state.optimizer, strategy->name()));
+                               "optimiser state ({})",
+                               m.state.parameters, m.state.gradients, m.state.optimizer,
+                               strategy->name()));
     }
     if (rank == 0) metrics.write_step(m);
 
@@ -577,7 +583,8 @@ int run_eval(const EvalOptions& o) {
   if (device.is_cuda()) model->set_head_matmul_dtype(at::kBFloat16);
   const double loss = evaluate(*model, it, 1, o.batches, T, device, device.is_cuda());
   std::fputs(fmt::format("{{\"loss\": {:.9g}, \"batches\": {}, \"seq_len\": {}, \"tokens\": {}}}\n",
-                         loss, o.batches, T, o.batches * T).c_str(),
+                         loss, o.batches, T, o.batches * T)
+                 .c_str(),
              stdout);
   return 0;
 }

@@ -22,8 +22,8 @@ struct ModelOptions {
 struct RuntimeOptions {
   std::string device = "auto";  // auto (CUDA when available), cpu, cuda
   int threads = 0;              // 0: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK, else LibTorch's
-  int64_t head_chunk = -1;  // rows per chunk of the fused head + cross-entropy; 0: plain;
-                            // -1: 512 on CPU (fits the benchmark's caches), 4096 on CUDA
+  int64_t head_chunk = -1;      // rows per chunk of the fused head + cross-entropy; 0: plain;
+                                // -1: 512 on CPU (fits the benchmark's caches), 4096 on CUDA
 };
 
 struct TrainOptions {
@@ -58,12 +58,12 @@ struct TrainOptions {
   int64_t checkpoint_every = 0;  // 0: only with --checkpoint-at-end
   bool checkpoint_at_end = false;
   int keep_checkpoints = 2;
-  std::string resume;  // "", "auto" (newest in checkpoint_dir, if any), or a checkpoint file
+  std::string resume;      // "", "auto" (newest in checkpoint_dir, if any), or a checkpoint file
   std::string dump_grads;  // write the first step's gradients (HF names and layout) here
   double peak_tflops = 0;  // for MFU; 0: known GPUs by name, none on CPU
   // Distributed
   std::string strategy = "none";  // none, ddp, zero1, zero2
-  std::string master_suffix;       // appended to the first host of SLURM_JOB_NODELIST
+  std::string master_suffix;      // appended to the first host of SLURM_JOB_NODELIST
   double dist_timeout_s = 300;
   double bucket_cap_mb = 25;
   double first_bucket_mb = 1;

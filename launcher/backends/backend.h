@@ -4,11 +4,11 @@
 
 #include <chrono>
 #include <cstdint>
-#include <stdexcept>
-#include <utility>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hpc {

@@ -29,7 +29,8 @@ long first_job_id() {
 std::string allocate_local_job_id(const std::string& runs_root) {
   std::string path = runs_root + "/.local-jobs";
   int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) throw BackendError("cannot open the local job counter " + path + ": " + std::strerror(errno));
+  if (fd < 0)
+    throw BackendError("cannot open the local job counter " + path + ": " + std::strerror(errno));
   while (flock(fd, LOCK_EX) != 0) {
     if (errno != EINTR) {
       int err = errno;
@@ -47,7 +48,8 @@ std::string allocate_local_job_id(const std::string& runs_root) {
             fsync(fd) == 0;
   int err = errno;
   close(fd);  // releases the lock
-  if (!ok) throw BackendError("cannot update the local job counter " + path + ": " + std::strerror(err));
+  if (!ok)
+    throw BackendError("cannot update the local job counter " + path + ": " + std::strerror(err));
   return std::to_string(next);
 }
 

@@ -14,15 +14,15 @@
 #include <thread>
 
 #include "atomic_file.h"
-#include "error.h"
-#include "text.h"
 #include "backends/host.h"
 #include "backends/job_counter.h"
 #include "backends/local_plan.h"
 #include "backends/local_srun.h"
 #include "backends/local_supervisor.h"
 #include "backends/process_session.h"
+#include "error.h"
 #include "spec/spec.h"
+#include "text.h"
 
 namespace fs = std::filesystem;
 
@@ -126,8 +126,7 @@ std::string LocalBackend::executable(const std::string& submit_dir) const {
   if (path.empty()) {
     path = fs::read_symlink("/proc/self/exe", ec);
     if (ec) {
-      throw BackendError("cannot find the hpclaunch executable (/proc/self/exe): " +
-                         ec.message());
+      throw BackendError("cannot find the hpclaunch executable (/proc/self/exe): " + ec.message());
     }
   }
   std::string absolute = (fs::path(submit_dir) / path).lexically_normal().string();
@@ -150,12 +149,11 @@ SubmitResult LocalBackend::submit(const SubmitRequest& request) {
   std::string program = executable(context.submit_dir);
   fs::create_directories(place.runs_root, ec);
   if (ec) {
-    throw BackendError("cannot create the runs directory " + place.runs_root + ": " +
-                       ec.message());
+    throw BackendError("cannot create the runs directory " + place.runs_root + ": " + ec.message());
   }
 
-  LocalJob job = plan_local_job(request, options, context, place,
-                                allocate_local_job_id(place.runs_root));
+  LocalJob job =
+      plan_local_job(request, options, context, place, allocate_local_job_id(place.runs_root));
   for (const auto& path : {job.stdout_path, job.stderr_path}) {
     fs::path parent = fs::path(path).parent_path();
     if (!inside(path, job.run_dir) && !fs::is_directory(parent, ec)) {
@@ -180,8 +178,7 @@ SubmitResult LocalBackend::submit(const SubmitRequest& request) {
     failed.exit_code = 1;
     try {
       write_local_state(job.run_dir, failed);
-    } catch (const BackendError&) {
-    }
+    } catch (const BackendError&) {}
     throw BackendError("local job " + job.job_id + " did not start: " + started.error);
   }
   submitted_[job.job_id] = job.run_dir;
@@ -212,7 +209,8 @@ JobStatus LocalBackend::status(const std::string& job_id) {
     s.state = "PENDING";
     return s;
   }
-  if (!is_local_final_state(state->state) && !local_supervisor_alive(state->supervisor_pid, run_dir)) {
+  if (!is_local_final_state(state->state) &&
+      !local_supervisor_alive(state->supervisor_pid, run_dir)) {
     // It may have written its last state just before exiting: look once more.
     if (auto again = read_local_state(run_dir)) state = again;
     if (!is_local_final_state(state->state)) {
@@ -241,7 +239,8 @@ LogChunk LocalBackend::read_log(const std::string& path, uint64_t offset, size_t
 
 void LocalBackend::cancel(const std::string& job_id) {
   std::string run_dir = run_dir_of(job_id);
-  if (run_dir.empty()) throw BackendError("cancel: no local job " + job_id + " under " + runs_root_);
+  if (run_dir.empty())
+    throw BackendError("cancel: no local job " + job_id + " under " + runs_root_);
   auto state = read_local_state(run_dir);
   if (state && is_local_final_state(state->state)) return;
   if (state && local_supervisor_alive(state->supervisor_pid, run_dir)) {
@@ -288,8 +287,9 @@ std::optional<int> run_local_entry_point(const std::vector<std::string>& argv) {
   if (base == "scontrol") return run_local_scontrol(argv);
   if (argv.size() >= 2 && argv[1] == "__local-job") {
     if (argv.size() != 4 || !all_digits(argv[3])) {
-      std::fprintf(stderr, "hpclaunch __local-job RUN_DIR READY_FD: the local backend's job supervisor, "
-                           "started by the local backend only\n");
+      std::fprintf(stderr,
+                   "hpclaunch __local-job RUN_DIR READY_FD: the local backend's job supervisor, "
+                   "started by the local backend only\n");
       return kExitUsage;
     }
     return run_local_job_supervisor(argv[2], std::atoi(argv[3].c_str()));

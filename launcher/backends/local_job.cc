@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "atomic_file.h"
-#include "error.h"
 #include "backends/backend.h"
+#include "error.h"
 #include "posix_io.h"
 #include "text.h"
 
@@ -29,9 +29,10 @@ json job_to_json(const LocalJob& j) {
               {"stderr", j.stderr_path},
               {"open_mode", j.open_mode_append ? "append" : "truncate"},
               {"time_limit_seconds", j.time_limit_seconds},
-              {"signal", {{"number", j.signal_number},
-                          {"seconds", j.signal_seconds},
-                          {"batch_only", j.signal_batch_only}}},
+              {"signal",
+               {{"number", j.signal_number},
+                {"seconds", j.signal_seconds},
+                {"batch_only", j.signal_batch_only}}},
               {"requeue_allowed", j.requeue_allowed},
               {"max_restarts", j.max_restarts},
               {"kill_wait_seconds", j.kill_wait_seconds},

@@ -21,7 +21,7 @@ struct LocalJob {
   std::string job_id, job_name, run_dir, runs_root, script, workdir;
   std::string stdout_path, stderr_path;
   bool open_mode_append = false;
-  long time_limit_seconds = -1;  // -1: no limit
+  long time_limit_seconds = -1;               // -1: no limit
   int signal_number = 0, signal_seconds = 0;  // --signal=[B:]SIG@SECONDS; 0: none
   bool signal_batch_only = false;
   bool requeue_allowed = true;

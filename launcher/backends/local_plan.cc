@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "error.h"
 #include "backends/slurm_filename.h"
+#include "error.h"
 #include "follow/run_record.h"
 
 namespace fs = std::filesystem;
@@ -50,14 +50,14 @@ LocalJob plan_local_job(const SubmitRequest& request, const SbatchOptions& o,
                         const std::string& job_id) {
   LocalJob job;
   job.job_id = job_id;
-  job.job_name = !o.job_name.empty() ? o.job_name
+  job.job_name = !o.job_name.empty()         ? o.job_name
                  : !request.job_name.empty() ? request.job_name
                                              : "sbatch";
   // The run directory is named after the request's job name (the spec's), which #SBATCH
   // --job-name in a hand-written script does not change.
   const std::string dir_prefix =
-      place.runs_root + "/" + run_dir_name(request.job_name.empty() ? job.job_name
-                                                                   : request.job_name) + "-";
+      place.runs_root + "/" +
+      run_dir_name(request.job_name.empty() ? job.job_name : request.job_name) + "-";
   job.run_dir = dir_prefix + job_id;
   job.runs_root = place.runs_root;
   job.script = job.run_dir + "/script.sbatch";
@@ -69,9 +69,8 @@ LocalJob plan_local_job(const SubmitRequest& request, const SbatchOptions& o,
                                                : "slurm-%j.out";
   std::string error = !request.error.empty() ? request.error : o.error;
   job.stdout_path = absolute_from(job.run_dir, expand_slurm_filename(output, names));
-  job.stderr_path = error.empty()
-                        ? job.stdout_path
-                        : absolute_from(job.run_dir, expand_slurm_filename(error, names));
+  job.stderr_path = error.empty() ? job.stdout_path
+                                  : absolute_from(job.run_dir, expand_slurm_filename(error, names));
 
   job.open_mode_append = o.open_mode_append;
   job.time_limit_seconds = o.time_limit_seconds;

@@ -16,15 +16,15 @@ namespace hpc {
 
 // What the machine and the backend contribute.
 struct LocalSubmitContext {
-  std::string submit_dir;         // absolute: relative paths of the request start here
-  std::string runs_root;          // the backend's runs root (absolute)
-  int cpus = 1;                   // CPUs this machine may give a job
-  std::string user = "user";      // %u, SLURM_JOB_USER
+  std::string submit_dir;     // absolute: relative paths of the request start here
+  std::string runs_root;      // the backend's runs root (absolute)
+  int cpus = 1;               // CPUs this machine may give a job
+  std::string user = "user";  // %u, SLURM_JOB_USER
   std::string submit_host = "localhost";
   unsigned uid = 0, gid = 0;
-  int max_restarts = 5;           // `scontrol requeue` at most this often
-  int kill_wait_seconds = 5;      // SIGTERM .. SIGKILL
-  double submit_time = 0;         // seconds since the epoch
+  int max_restarts = 5;       // `scontrol requeue` at most this often
+  int kill_wait_seconds = 5;  // SIGTERM .. SIGKILL
+  double submit_time = 0;     // seconds since the epoch
 };
 
 // Where a job goes, known before its id is.

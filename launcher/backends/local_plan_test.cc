@@ -4,9 +4,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "error.h"
 #include "backends/backend.h"
 #include "backends/sbatch_options.h"
+#include "error.h"
 
 using hpc::LocalJob;
 using hpc::LocalJobPlace;
@@ -64,10 +64,11 @@ TEST_CASE("local plan: run directory, script and default output under the runs r
 }
 
 TEST_CASE("local plan: #SBATCH options become the job's limits and files", "[local_plan]") {
-  LocalJob job = plan(request("#SBATCH --job-name=probe\n#SBATCH --time=0:02:00\n"
-                              "#SBATCH --signal=B:USR1@30\n#SBATCH --output=logs/%x-%j.out\n"
-                              "#SBATCH --error=/tmp/%u-%j.err\n#SBATCH --open-mode=append\n"
-                              "#SBATCH --no-requeue\n#SBATCH --chdir=work\n"));
+  LocalJob job =
+      plan(request("#SBATCH --job-name=probe\n#SBATCH --time=0:02:00\n"
+                   "#SBATCH --signal=B:USR1@30\n#SBATCH --output=logs/%x-%j.out\n"
+                   "#SBATCH --error=/tmp/%u-%j.err\n#SBATCH --open-mode=append\n"
+                   "#SBATCH --no-requeue\n#SBATCH --chdir=work\n"));
   CHECK(job.job_name == "probe");
   // The directory keeps the request's (the spec's) name; the job's name is #SBATCH's.
   CHECK(job.run_dir == "/home/ada/proj/runs/train-17");

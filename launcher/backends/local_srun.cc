@@ -19,12 +19,11 @@
 #include <optional>
 #include <sstream>
 
-
 #include "atomic_file.h"
+#include "backends/local_backend.h"
 #include "error.h"
 #include "hostlist.h"
 #include "posix_io.h"
-#include "backends/local_backend.h"
 
 extern char** environ;
 
@@ -74,12 +73,13 @@ struct SrunOptions {
 };
 
 int count_value(const std::string& option, const std::string& value, int min) {
-  bool digits = !value.empty() && value.size() < 8 &&
-                std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c); });
+  bool digits =
+      !value.empty() && value.size() < 8 &&
+      std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c); });
   int n = digits ? std::atoi(value.c_str()) : -1;
   if (n < min) {
-    throw UsageError{"invalid value for " + option + ": \"" + value + "\" (a whole number >= " +
-                     std::to_string(min) + ")"};
+    throw UsageError{"invalid value for " + option + ": \"" + value +
+                     "\" (a whole number >= " + std::to_string(min) + ")"};
   }
   return n;
 }
@@ -112,14 +112,22 @@ SrunOptions parse_srun(const std::vector<std::string>& argv) {
       std::optional<std::string> value;
       if (eq != std::string::npos) value = a.substr(eq + 1);
       auto required = [&]() { return value ? *value : next_value(name); };
-      if (name == "--ntasks") o.ntasks = count_value(name, required(), 1);
-      else if (name == "--nodes") check_nodes(name, required());
-      else if (name == "--ntasks-per-node") o.ntasks_per_node = count_value(name, required(), 1);
-      else if (name == "--cpus-per-task") o.cpus_per_task = count_value(name, required(), 1);
-      else if (name == "--wait") o.wait_seconds = count_value(name, required(), 0);
-      else if (name == "--kill-on-bad-exit") o.kill_on_bad_exit = value ? count_value(name, *value, 0) != 0 : 1;
-      else if (name == "--label" && !value) o.label = true;
-      else throw UsageError{"unrecognized option '" + a + "'"};
+      if (name == "--ntasks")
+        o.ntasks = count_value(name, required(), 1);
+      else if (name == "--nodes")
+        check_nodes(name, required());
+      else if (name == "--ntasks-per-node")
+        o.ntasks_per_node = count_value(name, required(), 1);
+      else if (name == "--cpus-per-task")
+        o.cpus_per_task = count_value(name, required(), 1);
+      else if (name == "--wait")
+        o.wait_seconds = count_value(name, required(), 0);
+      else if (name == "--kill-on-bad-exit")
+        o.kill_on_bad_exit = value ? count_value(name, *value, 0) != 0 : 1;
+      else if (name == "--label" && !value)
+        o.label = true;
+      else
+        throw UsageError{"unrecognized option '" + a + "'"};
       continue;
     }
     // Short options, clustered as getopt allows: "-l", "-n2", "-n 2", "-lK".
@@ -136,11 +144,16 @@ SrunOptions parse_srun(const std::vector<std::string>& argv) {
         o.kill_on_bad_exit = rest.empty() ? 1 : count_value(option, rest, 0) != 0;
         break;
       }
-      if (letter == 'n') o.ntasks = count_value(option, value(), 1);
-      else if (letter == 'N') check_nodes(option, value());
-      else if (letter == 'c') o.cpus_per_task = count_value(option, value(), 1);
-      else if (letter == 'W') o.wait_seconds = count_value(option, value(), 0);
-      else throw UsageError{"invalid option -- '" + std::string(1, letter) + "'"};
+      if (letter == 'n')
+        o.ntasks = count_value(option, value(), 1);
+      else if (letter == 'N')
+        check_nodes(option, value());
+      else if (letter == 'c')
+        o.cpus_per_task = count_value(option, value(), 1);
+      else if (letter == 'W')
+        o.wait_seconds = count_value(option, value(), 0);
+      else
+        throw UsageError{"invalid option -- '" + std::string(1, letter) + "'"};
       break;
     }
   }
@@ -152,9 +165,9 @@ SrunOptions parse_srun(const std::vector<std::string>& argv) {
 // ---- running the tasks -----------------------------------------------------------------------
 
 struct Stream {
-  int fd = -1;       // our end of the task's pipe; -1 once closed
-  int target = 1;    // 1: stdout, 2: stderr
-  std::string buf;   // a partial line
+  int fd = -1;      // our end of the task's pipe; -1 once closed
+  int target = 1;   // 1: stdout, 2: stderr
+  std::string buf;  // a partial line
 };
 
 struct Task {
@@ -171,8 +184,10 @@ class StepRunner {
 
   int run() {
     const int allocation_tasks = env_int("SLURM_NTASKS", 0);
-    ntasks_ = o_.ntasks > 0 ? o_.ntasks : o_.ntasks_per_node > 0 ? o_.ntasks_per_node
-              : allocation_tasks > 0 ? allocation_tasks : 1;
+    ntasks_ = o_.ntasks > 0            ? o_.ntasks
+              : o_.ntasks_per_node > 0 ? o_.ntasks_per_node
+              : allocation_tasks > 0   ? allocation_tasks
+                                       : 1;
     // A task cannot have more CPUs than the allocation gave one (the local backend clamps that
     // to what this machine has).
     const int allocation_cpus = env_int("SLURM_CPUS_PER_TASK", 0);
@@ -182,7 +197,8 @@ class StepRunner {
     label_ = o_.label || env_int("SLURM_LABELIO", 0) != 0;
     step_ = env_or("SLURM_JOB_ID", "0") + ".0";
     width_ = 1;
-    for (int n = ntasks_ - 1; n >= 10; n /= 10) ++width_;  // srun's label width: digits of the last rank
+    for (int n = ntasks_ - 1; n >= 10; n /= 10)
+      ++width_;  // srun's label width: digits of the last rank
 
     sigset_t set;
     sigemptyset(&set);
@@ -225,15 +241,22 @@ class StepRunner {
     const std::string n = std::to_string(ntasks_), r = std::to_string(rank);
     std::string gtids;
     for (int k = 0; k < ntasks_; ++k) gtids += (k ? "," : "") + std::to_string(k);
-    std::map<std::string, std::string> task_env = {
-        {"SLURM_PROCID", r},          {"SLURM_LOCALID", r},
-        {"SLURM_NODEID", "0"},        {"SLURM_STEP_ID", "0"},
-        {"SLURM_STEPID", "0"},        {"SLURM_NTASKS", n},
-        {"SLURM_NPROCS", n},          {"SLURM_STEP_NUM_TASKS", n},
-        {"SLURM_STEP_NUM_NODES", "1"}, {"SLURM_STEP_NODELIST", "localhost"},
-        {"SLURM_STEP_TASKS_PER_NODE", n}, {"SLURM_TASKS_PER_NODE", n},
-        {"SLURM_CPUS_PER_TASK", std::to_string(cpus_)}, {"SLURM_GTIDS", gtids},
-        {"SLURM_LAUNCH_NODE_IPADDR", "127.0.0.1"}, {"SLURM_TOPOLOGY_ADDR", "localhost"}};
+    std::map<std::string, std::string> task_env = {{"SLURM_PROCID", r},
+                                                   {"SLURM_LOCALID", r},
+                                                   {"SLURM_NODEID", "0"},
+                                                   {"SLURM_STEP_ID", "0"},
+                                                   {"SLURM_STEPID", "0"},
+                                                   {"SLURM_NTASKS", n},
+                                                   {"SLURM_NPROCS", n},
+                                                   {"SLURM_STEP_NUM_TASKS", n},
+                                                   {"SLURM_STEP_NUM_NODES", "1"},
+                                                   {"SLURM_STEP_NODELIST", "localhost"},
+                                                   {"SLURM_STEP_TASKS_PER_NODE", n},
+                                                   {"SLURM_TASKS_PER_NODE", n},
+                                                   {"SLURM_CPUS_PER_TASK", std::to_string(cpus_)},
+                                                   {"SLURM_GTIDS", gtids},
+                                                   {"SLURM_LAUNCH_NODE_IPADDR", "127.0.0.1"},
+                                                   {"SLURM_TOPOLOGY_ADDR", "localhost"}};
     for (auto& [k, v] : task_env) env[k] = v;
     std::vector<std::string> env_list;
     for (auto& [k, v] : env) env_list.push_back(k + "=" + v);
@@ -265,7 +288,8 @@ class StepRunner {
       for (auto& a : o_.command) argv.push_back(a.data());
       argv.push_back(nullptr);
       execvpe(argv[0], argv.data(), envp.data());
-      std::string msg = "slurmstepd: error: execve(): " + o_.command[0] + ": " + std::strerror(errno) + "\n";
+      std::string msg =
+          "slurmstepd: error: execve(): " + o_.command[0] + ": " + std::strerror(errno) + "\n";
       write_all(2, msg);
       _exit(2);
     }
@@ -428,7 +452,8 @@ class StepRunner {
         if (t) next = std::min(next, *t);
       int timeout_ms = -1;
       if (next != Clock::time_point::max()) {
-        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count();
+        auto ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count();
         timeout_ms = static_cast<int>(std::clamp<long long>(ms + 1, 0, 60000));
       }
       std::vector<pollfd> fds;
@@ -556,7 +581,8 @@ int run_local_scontrol(const std::vector<std::string>& argv) {
   if (command == "show" && args.size() >= 2 && (args[1] == "hostnames" || args[1] == "hostname")) {
     if (args.size() > 3) return scontrol_usage("show hostnames takes one host list");
     std::string list = args.size() == 3 ? args[2] : env_or("SLURM_JOB_NODELIST", "");
-    if (list.empty()) return scontrol_usage("show hostnames: no host list given and SLURM_JOB_NODELIST is not set");
+    if (list.empty())
+      return scontrol_usage("show hostnames: no host list given and SLURM_JOB_NODELIST is not set");
     try {
       std::string out;
       for (const auto& host : HostList::expand(list)) out += host + "\n";

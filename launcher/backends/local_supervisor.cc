@@ -152,8 +152,7 @@ SupervisorStart start_local_supervisor(const std::string& executable, const std:
   }
   close(pipe_fds[1]);
   int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
   bool timed_out = false;
   std::string got = read_until_closed(pipe_fds[0], 20, timed_out);
   close(pipe_fds[0]);
@@ -164,14 +163,18 @@ SupervisorStart start_local_supervisor(const std::string& executable, const std:
   std::string failure;
   while (std::getline(lines, line)) {
     if (line.empty()) continue;
-    if (line[0] == 'P') result.pid = std::atoi(line.c_str() + 1);
-    else if (line[0] == 'R') started = true;
+    if (line[0] == 'P')
+      result.pid = std::atoi(line.c_str() + 1);
+    else if (line[0] == 'R')
+      started = true;
     else if (line[0] == 'E')
       failure = "cannot run " + executable + ": " + std::strerror(std::atoi(line.c_str() + 1));
-    else if (line[0] == 'F') failure = line.substr(1);
+    else if (line[0] == 'F')
+      failure = line.substr(1);
   }
   if (started) return result;
-  if (!failure.empty()) result.error = failure;
+  if (!failure.empty())
+    result.error = failure;
   else if (result.error.empty())
     result.error = "the supervisor exited before starting the job (see " + log + ")";
   return result;
@@ -209,8 +212,7 @@ class Supervisor {
     state_.supervisor_pid = getpid();
     state_.submit_time = job_.submit_time;
     state_.max_restarts = job_.max_restarts;
-    while (run_once()) {
-    }
+    while (run_once()) {}
     report_ready("R");  // in case the job never started
     return state_.state == "COMPLETED" ? 0 : 1;
   }
@@ -328,8 +330,7 @@ class Supervisor {
     if (gate_write >= 0) {
       close(gate_write);
       char c;
-      while (read(gate_read, &c, 1) < 0 && errno == EINTR) {
-      }
+      while (read(gate_read, &c, 1) < 0 && errno == EINTR) {}
     }
     int null_fd = open("/dev/null", O_RDONLY);
     dup2(null_fd, 0);
@@ -338,8 +339,8 @@ class Supervisor {
     close_fds_from(3);
     // The supervisor is single-threaded: the child may allocate.
     if (chdir(job_.workdir.c_str()) != 0) {
-      write_all(2, "slurmstepd: error: couldn't chdir to `" + job_.workdir + "': " +
-                       std::strerror(errno) + ": going to /tmp instead\n");
+      write_all(2, "slurmstepd: error: couldn't chdir to `" + job_.workdir +
+                       "': " + std::strerror(errno) + ": going to /tmp instead\n");
       if (chdir("/tmp") != 0) _exit(1);
     }
     sigset_t none;
@@ -347,8 +348,10 @@ class Supervisor {
     sigprocmask(SIG_SETMASK, &none, nullptr);
     signal(SIGPIPE, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
-    if (bash[0] == '/') execve(bash.c_str(), argv.data(), envp.data());
-    else execvpe(bash.c_str(), argv.data(), envp.data());
+    if (bash[0] == '/')
+      execve(bash.c_str(), argv.data(), envp.data());
+    else
+      execvpe(bash.c_str(), argv.data(), envp.data());
     write_all(2, "slurmstepd: error: execve(): bash: " + std::string(std::strerror(errno)) + "\n");
     _exit(127);
   }
@@ -389,8 +392,7 @@ class Supervisor {
     std::optional<Clock::time_point> signal_at, limit_at, kill_at;
     if (job_.time_limit_seconds > 0) {
       limit_at = start + std::chrono::seconds(job_.time_limit_seconds);
-      if (job_.signal_number > 0)
-        signal_at = *limit_at - std::chrono::seconds(job_.signal_seconds);
+      if (job_.signal_number > 0) signal_at = *limit_at - std::chrono::seconds(job_.signal_seconds);
     }
     auto terminate = [&](const std::string& why) {
       log_to_job("slurmstepd: error: *** JOB " + job_.job_id + " ON localhost CANCELLED AT " +
@@ -406,8 +408,10 @@ class Supervisor {
       auto now = Clock::now();
       if (signal_at && now >= *signal_at) {
         signal_at.reset();
-        if (job_.signal_batch_only) kill(pid, job_.signal_number);
-        else signal_session(pid, job_.signal_number, pid);
+        if (job_.signal_batch_only)
+          kill(pid, job_.signal_number);
+        else
+          signal_session(pid, job_.signal_number, pid);
       }
       if (limit_at && now >= *limit_at && !ending.cancelled && !ending.timed_out) {
         limit_at.reset();

@@ -11,32 +11,96 @@
 
 #include "error.h"
 #include "posix_io.h"
-#include "text.h"
 #include "render/shell.h"
 #include "spec/spec.h"
+#include "text.h"
 
 namespace hpc {
 namespace {
-
 
 // ---- #SBATCH parsing ------------------------------------------------------------------------
 
 // sbatch options that take a value in the next argument when written without '='. Options with
 // an optional value (--exclusive, --nice, --propagate, ...) take it only after '='.
 const std::set<std::string>& long_options_with_value() {
-  static const std::set<std::string> names = {
-      "account", "acctg-freq", "array", "batch", "bb", "bbf", "begin", "chdir",
-      "cluster-constraint", "clusters", "comment", "constraint", "container", "core-spec",
-      "cores-per-socket", "cpu-freq", "cpus-per-gpu", "cpus-per-task", "deadline", "delay-boot",
-      "dependency", "distribution", "error", "exclude", "export", "export-file",
-      "extra-node-info", "gid", "gpu-bind", "gpu-freq", "gpus", "gpus-per-node",
-      "gpus-per-socket", "gpus-per-task", "gres", "gres-flags", "hint", "input", "job-name",
-      "kill-on-invalid-dep", "licenses", "mail-type", "mail-user", "mcs-label", "mem",
-      "mem-bind", "mem-per-cpu", "mem-per-gpu", "mincpus", "network", "nodefile", "nodelist",
-      "nodes", "ntasks", "ntasks-per-core", "ntasks-per-gpu", "ntasks-per-node",
-      "ntasks-per-socket", "open-mode", "output", "partition", "power", "priority", "profile",
-      "qos", "reservation", "signal", "sockets-per-node", "switches", "thread-spec",
-      "threads-per-core", "time", "time-min", "tmp", "uid", "wait-all-nodes", "wckey", "wrap"};
+  static const std::set<std::string> names = {"account",
+                                              "acctg-freq",
+                                              "array",
+                                              "batch",
+                                              "bb",
+                                              "bbf",
+                                              "begin",
+                                              "chdir",
+                                              "cluster-constraint",
+                                              "clusters",
+                                              "comment",
+                                              "constraint",
+                                              "container",
+                                              "core-spec",
+                                              "cores-per-socket",
+                                              "cpu-freq",
+                                              "cpus-per-gpu",
+                                              "cpus-per-task",
+                                              "deadline",
+                                              "delay-boot",
+                                              "dependency",
+                                              "distribution",
+                                              "error",
+                                              "exclude",
+                                              "export",
+                                              "export-file",
+                                              "extra-node-info",
+                                              "gid",
+                                              "gpu-bind",
+                                              "gpu-freq",
+                                              "gpus",
+                                              "gpus-per-node",
+                                              "gpus-per-socket",
+                                              "gpus-per-task",
+                                              "gres",
+                                              "gres-flags",
+                                              "hint",
+                                              "input",
+                                              "job-name",
+                                              "kill-on-invalid-dep",
+                                              "licenses",
+                                              "mail-type",
+                                              "mail-user",
+                                              "mcs-label",
+                                              "mem",
+                                              "mem-bind",
+                                              "mem-per-cpu",
+                                              "mem-per-gpu",
+                                              "mincpus",
+                                              "network",
+                                              "nodefile",
+                                              "nodelist",
+                                              "nodes",
+                                              "ntasks",
+                                              "ntasks-per-core",
+                                              "ntasks-per-gpu",
+                                              "ntasks-per-node",
+                                              "ntasks-per-socket",
+                                              "open-mode",
+                                              "output",
+                                              "partition",
+                                              "power",
+                                              "priority",
+                                              "profile",
+                                              "qos",
+                                              "reservation",
+                                              "signal",
+                                              "sockets-per-node",
+                                              "switches",
+                                              "thread-spec",
+                                              "threads-per-core",
+                                              "time",
+                                              "time-min",
+                                              "tmp",
+                                              "uid",
+                                              "wait-all-nodes",
+                                              "wckey",
+                                              "wrap"};
   return names;
 }
 
@@ -84,8 +148,10 @@ std::vector<SbatchArgument> sbatch_script_arguments(const std::string& script) {
         } else if (c == '\\') {
           escaped = true;
         } else if (quoted) {
-          if (c == quote) quoted = false;
-          else arg += c;
+          if (c == quote)
+            quoted = false;
+          else
+            arg += c;
         } else if (c == '"' || c == '\'') {
           quoted = true;
           quote = c;
@@ -125,19 +191,23 @@ SbatchOptions parse_sbatch_options(const std::string& script, const std::string&
         value = a.substr(eq + 1);
       } else if (long_options_with_value().count(name)) {
         if (k + 1 >= args.size())
-          throw UserError(where(line), "#SBATCH --" + name + " needs a value", "write --" + name + "=VALUE");
+          throw UserError(where(line), "#SBATCH --" + name + " needs a value",
+                          "write --" + name + "=VALUE");
         value = args[++k].text;
       }
     } else if (a.size() >= 2 && a[0] == '-' && a[1] != '-') {
       // Short options, possibly clustered ("-Hv"); the first one with a value ends the cluster.
       static const std::map<char, std::string> long_name = {
-          {'J', "job-name"}, {'N', "nodes"}, {'n', "ntasks"}, {'c', "cpus-per-task"},
-          {'t', "time"},     {'o', "output"}, {'e', "error"}, {'D', "chdir"}};
+          {'J', "job-name"}, {'N', "nodes"},  {'n', "ntasks"}, {'c', "cpus-per-task"},
+          {'t', "time"},     {'o', "output"}, {'e', "error"},  {'D', "chdir"}};
       for (size_t c = 1; c < a.size(); ++c) {
         if (!short_option_takes_value(a[c])) continue;
-        if (c + 1 < a.size()) value = a.substr(c + 1);
-        else if (k + 1 < args.size()) value = args[++k].text;
-        else throw UserError(where(line), "#SBATCH -" + std::string(1, a[c]) + " needs a value", "");
+        if (c + 1 < a.size())
+          value = a.substr(c + 1);
+        else if (k + 1 < args.size())
+          value = args[++k].text;
+        else
+          throw UserError(where(line), "#SBATCH -" + std::string(1, a[c]) + " needs a value", "");
         auto it = long_name.find(a[c]);
         name = it == long_name.end() ? "" : it->second;
         break;
@@ -149,7 +219,8 @@ SbatchOptions parse_sbatch_options(const std::string& script, const std::string&
       o.job_name = value;
     } else if (name == "nodes") {
       size_t digits = 0;
-      while (digits < value.size() && std::isdigit(static_cast<unsigned char>(value[digits]))) ++digits;
+      while (digits < value.size() && std::isdigit(static_cast<unsigned char>(value[digits])))
+        ++digits;
       o.nodes = number("--nodes", value.substr(0, digits), line);
     } else if (name == "ntasks") {
       o.ntasks = number("--ntasks", value, line);
@@ -192,7 +263,8 @@ SbatchOptions parse_sbatch_options(const std::string& script, const std::string&
       }
       int number_of_signal = signal_from_name(sig);
       if (number_of_signal == 0)
-        throw UserError(where(line), "#SBATCH --signal=" + value + ": unknown signal \"" + sig + "\"",
+        throw UserError(where(line),
+                        "#SBATCH --signal=" + value + ": unknown signal \"" + sig + "\"",
                         "write --signal=B:USR1@90");
       o.signal_number = number_of_signal;
       o.signal_seconds = number("--signal", seconds, line);

@@ -8,20 +8,20 @@ namespace hpc {
 
 // What a batch script's #SBATCH lines ask for, as far as the local backend needs to know.
 struct SbatchOptions {
-  std::string job_name;          // --job-name / -J; "" when not given
-  int nodes = 1;                 // --nodes / -N (the minimum of a range)
-  int ntasks = 0;                // --ntasks / -n; 0 when not given
-  int ntasks_per_node = 0;       // --ntasks-per-node; 0 when not given
-  int cpus_per_task = 0;         // --cpus-per-task / -c; 0 when not given
-  long time_limit_seconds = -1;  // --time / -t; -1: no limit
-  std::string output, error;     // --output / -o, --error / -e (patterns, unexpanded)
-  std::string chdir;             // --chdir / -D
-  bool open_mode_append = false; // --open-mode=append
-  int signal_number = 0;         // --signal=[B:]SIG[@SECONDS]; 0: none
-  int signal_seconds = 0;        //   seconds before the time limit (Slurm's default: 60)
-  bool signal_batch_only = false;//   B: only the batch shell gets it
-  bool requeue = false;          // --requeue
-  bool no_requeue = false;       // --no-requeue
+  std::string job_name;            // --job-name / -J; "" when not given
+  int nodes = 1;                   // --nodes / -N (the minimum of a range)
+  int ntasks = 0;                  // --ntasks / -n; 0 when not given
+  int ntasks_per_node = 0;         // --ntasks-per-node; 0 when not given
+  int cpus_per_task = 0;           // --cpus-per-task / -c; 0 when not given
+  long time_limit_seconds = -1;    // --time / -t; -1: no limit
+  std::string output, error;       // --output / -o, --error / -e (patterns, unexpanded)
+  std::string chdir;               // --chdir / -D
+  bool open_mode_append = false;   // --open-mode=append
+  int signal_number = 0;           // --signal=[B:]SIG[@SECONDS]; 0: none
+  int signal_seconds = 0;          //   seconds before the time limit (Slurm's default: 60)
+  bool signal_batch_only = false;  //   B: only the batch shell gets it
+  bool requeue = false;            // --requeue
+  bool no_requeue = false;         // --no-requeue
 
   int tasks() const;  // ntasks, else ntasks_per_node x nodes, else 1
 };

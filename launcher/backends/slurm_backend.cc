@@ -45,8 +45,8 @@ bool is_absolute(const std::string& p) { return !p.empty() && p[0] == '/'; }
 bool JobStatus::terminal() const { return is_terminal_state(state); }
 
 bool is_terminal_state(const std::string& state) {
-  static const char* const kTerminal[] = {"COMPLETED", "FAILED",        "TIMEOUT",   "CANCELLED",
-                                          "NODE_FAIL", "PREEMPTED",     "BOOT_FAIL", "DEADLINE",
+  static const char* const kTerminal[] = {"COMPLETED",     "FAILED",       "TIMEOUT",   "CANCELLED",
+                                          "NODE_FAIL",     "PREEMPTED",    "BOOT_FAIL", "DEADLINE",
                                           "OUT_OF_MEMORY", "SPECIAL_EXIT", "REVOKED"};
   for (const char* t : kTerminal)
     if (state == t) return true;
@@ -112,7 +112,8 @@ JobStatus parse_scontrol_job(const std::string& line) {
   return s;
 }
 
-SlurmBackend::SlurmBackend(std::unique_ptr<Host> host, std::string kind, SlurmBackendOptions options)
+SlurmBackend::SlurmBackend(std::unique_ptr<Host> host, std::string kind,
+                           SlurmBackendOptions options)
     : host_(std::move(host)), kind_(std::move(kind)), options_(options) {}
 
 std::vector<std::string> SlurmBackend::find_jobs_by_tag(const std::string& tag) {
@@ -138,8 +139,7 @@ SubmitResult SlurmBackend::submit(const SubmitRequest& request) {
   std::string dir_pattern = runs_root + "/" + name + "-%j";
   std::string tag = random_tag();
 
-  std::vector<std::string> argv = {"sbatch", "--parsable", "--hold",
-                                   "--comment=hpclaunch:" + tag};
+  std::vector<std::string> argv = {"sbatch", "--parsable", "--hold", "--comment=hpclaunch:" + tag};
   // Logs go into the run directory unless the spec names an absolute path.
   std::string output = request.output.empty() ? "%x-%j.out" : request.output;
   if (!is_absolute(output)) argv.push_back("--output=" + dir_pattern + "/" + output);
@@ -225,7 +225,8 @@ SubmitResult SlurmBackend::submit(const SubmitRequest& request) {
       std::this_thread::sleep_for(release_delay);
       release_delay *= 2;
     }
-    if (!released.ok()) throw BackendError("scontrol release " + job_id + ": " + one_line(released.err));
+    if (!released.ok())
+      throw BackendError("scontrol release " + job_id + ": " + one_line(released.err));
   } catch (const BackendError& e) {
     host_->run({"scancel", job_id}, CommandOptions{});
     throw BackendError(std::string(e.what()) + " (job " + job_id + " was cancelled)");
@@ -301,8 +302,8 @@ JobStatus SlurmBackend::status(const std::string& job_id) {
     throw BackendError("cannot reach slurmctld from " + host_->name() + ": " +
                        (why.empty() ? "scontrol timed out" : why));
   if (why.find("Invalid job id") == std::string::npos) {
-    throw BackendError("scontrol show job " + job_id + " on " + host_->name() + " failed: " +
-                       (why.empty() ? r.summary("scontrol") : why));
+    throw BackendError("scontrol show job " + job_id + " on " + host_->name() +
+                       " failed: " + (why.empty() ? r.summary("scontrol") : why));
   }
   // The controller forgot the job (older than MinJobAge): accounting may still know it.
   if (auto s = status_from_sacct(job_id)) return *s;
@@ -321,7 +322,8 @@ void SlurmBackend::cancel(const std::string& job_id) {
   CommandOptions o;
   o.timeout = options_.command_timeout;
   auto r = host_->run({"scancel", job_id}, o);
-  if (!r.ok()) throw BackendError("scancel " + job_id + " on " + host_->name() + ": " + r.summary("scancel"));
+  if (!r.ok())
+    throw BackendError("scancel " + job_id + " on " + host_->name() + ": " + r.summary("scancel"));
 }
 
 }  // namespace hpc

@@ -15,8 +15,8 @@
 namespace hpc {
 
 struct SlurmBackendOptions {
-  int submit_attempts = 4;                             // sbatch tries when the controller is down
-  std::chrono::milliseconds retry_delay{2000};         // doubled after each failed try
+  int submit_attempts = 4;                      // sbatch tries when the controller is down
+  std::chrono::milliseconds retry_delay{2000};  // doubled after each failed try
   std::chrono::milliseconds command_timeout{60000};
 };
 

@@ -14,8 +14,8 @@
 #include "support/fake_host.h"
 
 using namespace std::chrono_literals;
-using hpc::test::FakeHost;
 using hpc::test::failed;
+using hpc::test::FakeHost;
 using hpc::test::succeeded;
 
 namespace {
@@ -104,8 +104,8 @@ TEST_CASE("submit: sbatch --parsable --hold with our tag, the run directory, the
   CHECK(sbatch.options.env ==
         std::vector<std::string>{"HPCLAUNCH_RUN_DIR_PREFIX=/home/user/runs/gpt_tiny-"});
   CHECK(r.submit_command == "sbatch --parsable --hold --comment=hpclaunch:" + tag_of(sbatch) +
-                                " --output=" + dir_pattern + "/%x-%j.out --error=" +
-                                dir_pattern + "/err-%j.txt --chdir=/work/project < script.sbatch");
+                                " --output=" + dir_pattern + "/%x-%j.out --error=" + dir_pattern +
+                                "/err-%j.txt --chdir=/work/project < script.sbatch");
 
   // The held job's run directory holds the script and the request's files before it is let go.
   CHECK(f.host->dirs().count(kRunDir));
@@ -235,10 +235,12 @@ TEST_CASE("submit: a failure after sbatch cancels the held job", "[slurm_backend
 TEST_CASE("status: scontrol's fields, values with spaces, -1 exit code while running",
           "[slurm_backend][status]") {
   Fixture f;
-  f.host->reply("scontrol", succeeded(
-      "JobId=42 JobName=gpt tiny UserId=alice(1000) JobState=RUNNING Reason=None Restarts=1 "
-      "RunTime=01:02:05 ExitCode=0:0 NodeList=node[01-02] StdOut=/runs/a b/42.out "
-      "StdErr=/runs/a b/42.err\n"));
+  f.host->reply(
+      "scontrol",
+      succeeded(
+          "JobId=42 JobName=gpt tiny UserId=alice(1000) JobState=RUNNING Reason=None Restarts=1 "
+          "RunTime=01:02:05 ExitCode=0:0 NodeList=node[01-02] StdOut=/runs/a b/42.out "
+          "StdErr=/runs/a b/42.err\n"));
   hpc::JobStatus s = f.backend->status("42");
   CHECK(f.host->calls().at(0).argv ==
         std::vector<std::string>{"scontrol", "show", "job", "--oneliner", "42"});
@@ -253,8 +255,9 @@ TEST_CASE("status: scontrol's fields, values with spaces, -1 exit code while run
   CHECK(s.stdout_path == "/runs/a b/42.out");
   CHECK(s.stderr_path == "/runs/a b/42.err");
 
-  f.host->reply("scontrol", succeeded(
-      "JobId=42 JobState=PENDING Reason=launch failed requeued held NodeList=(null)\n"));
+  f.host->reply(
+      "scontrol",
+      succeeded("JobId=42 JobState=PENDING Reason=launch failed requeued held NodeList=(null)\n"));
   s = f.backend->status("42");
   CHECK(s.reason == "launch failed requeued held");
   CHECK(s.nodes.empty());

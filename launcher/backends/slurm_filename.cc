@@ -31,15 +31,35 @@ std::string expand_slurm_filename(const std::string& pattern, const SlurmFilenam
                  : digits;
     };
     switch (pattern[j]) {
-      case '%': out += '%'; break;
-      case 'j': case 'A': out += padded(context.job_id); break;
-      case 'a': out += padded("4294967294"); break;  // what Slurm prints for a job without array
-      case 'x': out += context.job_name; break;
-      case 'u': out += context.user; break;
-      case 'N': out += context.node; break;
-      case 'n': case 't': out += padded("0"); break;
-      case 's': out += "batch"; break;
-      default: out += pattern.substr(i, j - i + 1); break;  // unknown: kept as written
+      case '%':
+        out += '%';
+        break;
+      case 'j':
+      case 'A':
+        out += padded(context.job_id);
+        break;
+      case 'a':
+        out += padded("4294967294");
+        break;  // what Slurm prints for a job without array
+      case 'x':
+        out += context.job_name;
+        break;
+      case 'u':
+        out += context.user;
+        break;
+      case 'N':
+        out += context.node;
+        break;
+      case 'n':
+      case 't':
+        out += padded("0");
+        break;
+      case 's':
+        out += "batch";
+        break;
+      default:
+        out += pattern.substr(i, j - i + 1);
+        break;  // unknown: kept as written
     }
     i = j;
   }

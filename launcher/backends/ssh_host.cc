@@ -63,8 +63,9 @@ SshHost::Deadline SshHost::io_deadline() {
 
 SshHost::SshHost(SshHostOptions options) : options_(std::move(options)) {
   if (options_.host.empty()) {
-    throw BackendError("no SSH host given; name the login node with --host (a host name or an "
-                       "alias from ~/.ssh/config)");
+    throw BackendError(
+        "no SSH host given; name the login node with --host (a host name or an "
+        "alias from ~/.ssh/config)");
   }
   if (!options_.config_file.empty() && access(options_.config_file.c_str(), R_OK) != 0) {
     throw BackendError("cannot read the ssh config " + options_.config_file + ": " +
@@ -207,8 +208,8 @@ void SshHost::open_session() {
     fingerprint = take_string(ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, hash_len));
     ssh_clean_pubkey_hash(&hash);
   }
-  std::string key_text = std::string(ssh_key_type_to_char(ssh_key_type(key.get()))) + " key " +
-                         fingerprint;
+  std::string key_text =
+      std::string(ssh_key_type_to_char(ssh_key_type(key.get()))) + " key " + fingerprint;
   char* value = nullptr;
   std::string known_hosts = ssh_options_get(s.get(), SSH_OPTIONS_KNOWNHOSTS, &value) == SSH_OK
                                 ? take_string(value)
@@ -229,19 +230,21 @@ void SshHost::open_session() {
                          ") differs from the one recorded for " + entry + " in " + known_hosts +
                          "; someone may be intercepting the connection (or the host was "
                          "reinstalled): confirm the new key with the cluster's admins, then "
-                         "remove the old entry with ssh-keygen -R '" + entry + "' -f " +
-                         known_hosts);
+                         "remove the old entry with ssh-keygen -R '" +
+                         entry + "' -f " + known_hosts);
     case SSH_KNOWN_HOSTS_UNKNOWN:
     case SSH_KNOWN_HOSTS_NOT_FOUND:
       if (!options_.accept_new_host_key) {
         throw BackendError("refusing " + description_ + ": its host key (" + key_text +
-                           ") is not in " + known_hosts + "; if that is the login node's key, "
-                           "rerun with --accept-new-host-key, or add it to " + known_hosts +
-                           " (ssh-keyscan -p " + std::to_string(port) + " " + hostname + ")");
+                           ") is not in " + known_hosts +
+                           "; if that is the login node's key, "
+                           "rerun with --accept-new-host-key, or add it to " +
+                           known_hosts + " (ssh-keyscan -p " + std::to_string(port) + " " +
+                           hostname + ")");
       }
       if (ssh_session_update_known_hosts(s.get()) != SSH_OK) {
-        throw BackendError("cannot record the host key of " + description_ + " in " +
-                           known_hosts + ": " + error_of(s.get()));
+        throw BackendError("cannot record the host key of " + description_ + " in " + known_hosts +
+                           ": " + error_of(s.get()));
       }
       break;
     case SSH_KNOWN_HOSTS_ERROR:
@@ -255,8 +258,8 @@ void SshHost::open_session() {
   std::string tried;
   if (!options_.identity_file.empty()) {
     ssh_key raw = nullptr;
-    if (ssh_pki_import_privkey_file(options_.identity_file.c_str(), nullptr, no_passphrase,
-                                    nullptr, &raw) != SSH_OK) {
+    if (ssh_pki_import_privkey_file(options_.identity_file.c_str(), nullptr, no_passphrase, nullptr,
+                                    &raw) != SSH_OK) {
       throw BackendError("cannot load the identity file " + options_.identity_file +
                          " (is it a private key? an encrypted one must be added to ssh-agent "
                          "with ssh-add, then leave out the identity file)");
@@ -313,8 +316,7 @@ sftp_session SshHost::sftp() {
 // After a failed SFTP call: the status the server gave, or ConnectionLost when there was none.
 int SshHost::sftp_status() {
   if (watchdog_ && watchdog_->fired()) {
-    throw ConnectionLost("no answer within " + std::to_string(options_.io_timeout.count()) +
-                         " s");
+    throw ConnectionLost("no answer within " + std::to_string(options_.io_timeout.count()) + " s");
   }
   if (!session_alive()) throw ConnectionLost(error_of(session_));
   int code = sftp_get_error(sftp_);
@@ -343,8 +345,10 @@ std::string SshHost::home() {
     }
     std::string home = take_string(raw);
     if (home.empty() || home[0] != '/') {
-      throw BackendError("the SFTP server of " + description_ + " names no absolute home "
-                         "directory (\"" + home + "\"); give absolute paths");
+      throw BackendError("the SFTP server of " + description_ +
+                         " names no absolute home "
+                         "directory (\"" +
+                         home + "\"); give absolute paths");
     }
     return home;
   });
@@ -354,8 +358,10 @@ std::string SshHost::home() {
 std::string SshHost::absolute(const std::string& path) {
   if (!path.empty() && path[0] == '/') return normal_path(path);
   std::string rest = path;
-  if (rest == "~") rest = "";
-  else if (rest.rfind("~/", 0) == 0) rest = rest.substr(2);
+  if (rest == "~")
+    rest = "";
+  else if (rest.rfind("~/", 0) == 0)
+    rest = rest.substr(2);
   std::string base = home();
   return normal_path(rest.empty() ? base : base + "/" + rest);
 }

@@ -25,11 +25,11 @@ struct SshHostOptions {
   // IdentityFile, UserKnownHostsFile are honoured; ProxyJump and ProxyCommand run the ssh
   // program). StrictHostKeyChecking is not: see accept_new_host_key.
   std::string host;
-  std::string user;               // "": "user@" of `host`, the config's User, or the local user
-  int port = 0;                   // 0: the config's Port, else 22
-  std::string identity_file;      // "": the config's IdentityFile, ssh-agent and ~/.ssh/id_*
-  std::string config_file;        // "": ~/.ssh/config, then /etc/ssh/ssh_config
-  std::string known_hosts_file;   // "": the config's UserKnownHostsFile, else ~/.ssh/known_hosts
+  std::string user;              // "": "user@" of `host`, the config's User, or the local user
+  int port = 0;                  // 0: the config's Port, else 22
+  std::string identity_file;     // "": the config's IdentityFile, ssh-agent and ~/.ssh/id_*
+  std::string config_file;       // "": ~/.ssh/config, then /etc/ssh/ssh_config
+  std::string known_hosts_file;  // "": the config's UserKnownHostsFile, else ~/.ssh/known_hosts
   // Record the key of a host that known_hosts does not list yet, instead of refusing it.
   // A key that differs from the recorded one is refused always.
   bool accept_new_host_key = false;
@@ -102,7 +102,7 @@ class SshHost : public Host {
   sftp_session_struct* sftp_ = nullptr;
   bool ever_connected_ = false;  // a lost connection is re-established, a first one is not
   int reconnects_ = 0;
-  std::string home_;         // remote home directory, once asked
+  std::string home_;  // remote home directory, once asked
   unsigned temp_counter_ = 0;
   std::unique_ptr<SocketWatchdog> watchdog_;  // puts io_timeout on SFTP calls
 };

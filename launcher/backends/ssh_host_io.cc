@@ -7,10 +7,10 @@
 #include <csignal>
 #include <stdexcept>
 
+#include "backends/ssh_internal.h"
 #include "posix_io.h"
 #include "render/shell.h"
 #include "text.h"
-#include "backends/ssh_internal.h"
 
 namespace hpc {
 
@@ -116,10 +116,13 @@ CommandResult SshHost::run(const std::vector<std::string>& argv, const CommandOp
         uint32_t window = ssh_channel_window_size(channel.get());
         size_t n = std::min<size_t>({input.size() - written, window, 32768});
         if (n > 0) {
-          int w = ssh_channel_write(channel.get(), input.data() + written,
-                                    static_cast<uint32_t>(n));
+          int w =
+              ssh_channel_write(channel.get(), input.data() + written, static_cast<uint32_t>(n));
           if (w == SSH_ERROR) {
-            if (!session_alive()) { dead = true; break; }
+            if (!session_alive()) {
+              dead = true;
+              break;
+            }
             written = input.size();  // the command closed its stdin: drop the rest
           } else {
             written += static_cast<size_t>(w);
@@ -147,8 +150,8 @@ CommandResult SshHost::run(const std::vector<std::string>& argv, const CommandOp
       }
     }
     if (dead) break;
-    bool finished = report.status_seen || !report.signal.empty() ||
-                    ssh_channel_is_closed(channel.get());
+    bool finished =
+        report.status_seen || !report.signal.empty() || ssh_channel_is_closed(channel.get());
     if (eof[0] && eof[1] && finished) break;
     if (ssh_channel_is_closed(channel.get()) && eof[0] && eof[1]) break;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -165,7 +168,10 @@ CommandResult SshHost::run(const std::vector<std::string>& argv, const CommandOp
     int wait_ms =
         static_cast<int>(std::min<long long>(left.count(), written < input.size() ? 20 : 1000));
     if (ssh_event_dopoll(event, wait_ms) == SSH_ERROR || !session_alive()) {
-      if (!session_alive()) { dead = true; break; }
+      if (!session_alive()) {
+        dead = true;
+        break;
+      }
     }
   }
   ssh_event_remove_session(event, session_);
@@ -230,8 +236,8 @@ void SshHost::make_dirs_now(const std::string& target) {
     bool dir = is_dir(p, &exists);
     if (exists) {
       if (!dir) {
-        throw BackendError("cannot create directory " + target + " on " + description_ + ": " +
-                           p + " exists and is not a directory");
+        throw BackendError("cannot create directory " + target + " on " + description_ + ": " + p +
+                           " exists and is not a directory");
       }
       break;
     }

@@ -84,18 +84,30 @@ inline std::string error_of(ssh_session s) {
 
 inline std::string sftp_error_text(int code) {
   switch (code) {
-    case SSH_FX_EOF: return "end of file";
-    case SSH_FX_NO_SUCH_FILE: return "No such file or directory";
-    case SSH_FX_PERMISSION_DENIED: return "Permission denied";
-    case SSH_FX_FAILURE: return "failed (it may exist already, or the disk is full)";
-    case SSH_FX_BAD_MESSAGE: return "the server did not understand the request";
-    case SSH_FX_OP_UNSUPPORTED: return "not supported by the server";
-    case SSH_FX_INVALID_HANDLE: return "invalid handle";
-    case SSH_FX_NO_SUCH_PATH: return "No such file or directory";
-    case SSH_FX_FILE_ALREADY_EXISTS: return "File exists";
-    case SSH_FX_WRITE_PROTECT: return "Read-only file system";
-    case SSH_FX_NO_MEDIA: return "no medium";
-    default: return "SFTP error " + std::to_string(code);
+    case SSH_FX_EOF:
+      return "end of file";
+    case SSH_FX_NO_SUCH_FILE:
+      return "No such file or directory";
+    case SSH_FX_PERMISSION_DENIED:
+      return "Permission denied";
+    case SSH_FX_FAILURE:
+      return "failed (it may exist already, or the disk is full)";
+    case SSH_FX_BAD_MESSAGE:
+      return "the server did not understand the request";
+    case SSH_FX_OP_UNSUPPORTED:
+      return "not supported by the server";
+    case SSH_FX_INVALID_HANDLE:
+      return "invalid handle";
+    case SSH_FX_NO_SUCH_PATH:
+      return "No such file or directory";
+    case SSH_FX_FILE_ALREADY_EXISTS:
+      return "File exists";
+    case SSH_FX_WRITE_PROTECT:
+      return "Read-only file system";
+    case SSH_FX_NO_MEDIA:
+      return "no medium";
+    default:
+      return "SFTP error " + std::to_string(code);
   }
 }
 
@@ -201,8 +213,10 @@ auto SshHost::with_connection(Op&& op) -> decltype(op()) {
     return op();
   } catch (const ssh_detail::ConnectionLost& e) {
     disconnect();
-    throw BackendError("lost the connection to " + description_ + " again right after "
-                       "reconnecting: " + e.what());
+    throw BackendError("lost the connection to " + description_ +
+                       " again right after "
+                       "reconnecting: " +
+                       e.what());
   }
 }
 

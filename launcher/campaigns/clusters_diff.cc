@@ -52,8 +52,12 @@ std::vector<std::string> diff_cluster_profiles(const json& a, const json& b) {
     for (const auto& [k, v] : ea.items()) names.insert(k);
     for (const auto& [k, v] : eb.items()) names.insert(k);
     for (const auto& n : names) {
-      const json* va = ea.contains(n) && ea[n].is_object() && ea[n].contains("value") ? &ea[n]["value"] : nullptr;
-      const json* vb = eb.contains(n) && eb[n].is_object() && eb[n].contains("value") ? &eb[n]["value"] : nullptr;
+      const json* va = ea.contains(n) && ea[n].is_object() && ea[n].contains("value")
+                           ? &ea[n]["value"]
+                           : nullptr;
+      const json* vb = eb.contains(n) && eb[n].is_object() && eb[n].contains("value")
+                           ? &eb[n]["value"]
+                           : nullptr;
       std::string ra = str_at(ea.contains(n) ? ea[n] : json(), "reason");
       std::string rb = str_at(eb.contains(n) ? eb[n] : json(), "reason");
       bool same_value = (va && vb) ? shown(va) == shown(vb) : (!va && !vb);
@@ -88,12 +92,15 @@ std::vector<std::string> diff_cluster_profiles(const json& a, const json& b) {
     if (!p.contains("tuning") || !p["tuning"].is_object()) return "(none)";
     const json& t = p["tuning"];
     size_t n = t.contains("candidates") && t["candidates"].is_array() ? t["candidates"].size() : 0;
-    return fmt::format("{} on {}, {} candidate{}, winner {}", str_at(t, "preset"), str_at(t, "date"), n,
-                       n == 1 ? "" : "s", str_at(t, "winner"));
+    return fmt::format("{} on {}, {} candidate{}, winner {}", str_at(t, "preset"),
+                       str_at(t, "date"), n, n == 1 ? "" : "s", str_at(t, "winner"));
   };
   std::string ta = tuning_summary(a), tb = tuning_summary(b);
-  bool same_tuning = (a.contains("tuning") ? a["tuning"] : json()) == (b.contains("tuning") ? b["tuning"] : json());
-  if (!same_tuning) lines.push_back("tuning (measurements, hpclaunch clusters show): " + comment_text(ta) + " -> " + comment_text(tb));
+  bool same_tuning = (a.contains("tuning") ? a["tuning"] : json()) ==
+                     (b.contains("tuning") ? b["tuning"] : json());
+  if (!same_tuning)
+    lines.push_back("tuning (measurements, hpclaunch clusters show): " + comment_text(ta) + " -> " +
+                    comment_text(tb));
   return lines;
 }
 

@@ -13,11 +13,14 @@ bool has(const std::string& text, const std::string& part) {
 }  // namespace
 
 TEST_CASE("clusters diff: one line per differing key, env vars with their reason", "[tune]") {
-  json a = json::parse(R"({"partition": "gpu", "nccl": {"NCCL_P2P_DISABLE": {"value": 1, "reason": "SYS"}},
+  json a = json::parse(
+      R"({"partition": "gpu", "nccl": {"NCCL_P2P_DISABLE": {"value": 1, "reason": "SYS"}},
                            "modules": ["cuda"], "port_range": {"min": 20000, "max": 32767}})");
-  json b = json::parse(R"({"partition": "booster", "nccl": {"NCCL_P2P_DISABLE": {"value": 1, "reason": "measured"},
-                           "NCCL_ALGO": {"value": "Tree", "reason": "tune: faster"}}, "modules": ["cuda"],
-                           "port_range": {"min": 20000, "max": 30000}, "tuning": {"preset": "2n4g", "date": "d",
+  json b = json::parse(
+      R"({"partition": "booster", "nccl": {"NCCL_P2P_DISABLE": {"value": 1, "reason": "measured"},
+                           "NCCL_ALGO": {"value": "Tree", "reason": "tune: faster"}},
+                           "modules": ["cuda"], "port_range": {"min": 20000, "max": 30000},
+                           "tuning": {"preset": "2n4g", "date": "d",
                            "winner": "c2", "candidates": [1, 2]}})");
   auto lines = diff_cluster_profiles(a, b);
   REQUIRE(lines.size() == 5);

@@ -23,10 +23,21 @@ namespace hpc {
 namespace {
 
 const std::vector<std::string>& csv_columns() {
-  static const std::vector<std::string> c = {
-      "preset",  "strategy", "nodes", "gpus",  "job_id", "state",     "tokens_per_s_mean",
-      "tokens_per_s_std", "tokens_per_s_per_gpu", "speedup", "efficiency", "steps_used",
-      "run_dir", "log",   "message"};
+  static const std::vector<std::string> c = {"preset",
+                                             "strategy",
+                                             "nodes",
+                                             "gpus",
+                                             "job_id",
+                                             "state",
+                                             "tokens_per_s_mean",
+                                             "tokens_per_s_std",
+                                             "tokens_per_s_per_gpu",
+                                             "speedup",
+                                             "efficiency",
+                                             "steps_used",
+                                             "run_dir",
+                                             "log",
+                                             "message"};
   return c;
 }
 
@@ -42,7 +53,8 @@ std::string number(const std::optional<double>& v, int decimals) {
 }
 
 // RFC 4180 records; quoted fields may hold commas, quotes ("") and newlines.
-std::vector<std::vector<std::string>> parse_csv(const std::string& text, const std::string& origin) {
+std::vector<std::vector<std::string>> parse_csv(const std::string& text,
+                                                const std::string& origin) {
   std::vector<std::vector<std::string>> records;
   std::vector<std::string> record;
   std::string field;
@@ -88,7 +100,9 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text, const s
       in_record = true;
     }
   }
-  if (quoted) throw UserError(origin + ":" + std::to_string(line), "a quoted field is not closed", "add the closing quote");
+  if (quoted)
+    throw UserError(origin + ":" + std::to_string(line), "a quoted field is not closed",
+                    "add the closing quote");
   if (in_record || !field.empty()) {
     record.push_back(field);
     records.push_back(record);
@@ -102,8 +116,7 @@ std::optional<double> parse_number(const std::string& s, const std::string& wher
     size_t used = 0;
     double v = std::stod(s, &used);
     if (used == s.size()) return v;
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   throw UserError(where, "\"" + comment_text(s) + "\" is not a number", "fix or empty the field");
 }
 
@@ -137,7 +150,8 @@ std::string plot_script(const std::string& name, const std::string& ylabel, int 
   s += "# " + why + "\n";
   s += "# Written by hpclaunch; re-render with `gnuplot " + name + ".gp` in this directory, or\n";
   s += "# `hpclaunch report SWEEP_DIR` after editing results.csv.\n";
-  s += "# Data: scaling-STRATEGY.dat (columns: gpus speedup efficiency tokens_per_s tokens_per_s_std).\n";
+  s += "# Data: scaling-STRATEGY.dat (columns: gpus speedup efficiency tokens_per_s "
+       "tokens_per_s_std).\n";
   s += "set xlabel \"GPUs\"\nset ylabel " + gnuplot_string(ylabel) + "\n";
   s += "set key top left\nset grid\n";
   s += "set xtics (" + tics + ")\n";
@@ -145,7 +159,9 @@ std::string plot_script(const std::string& name, const std::string& ylabel, int 
   if (column == 3) s += "set yrange [0:*]\n";
   s += "set offsets 0, 0, graph 0.1, 0\n";
   std::string plot = "plot ";
-  if (!ideal.empty()) plot += ideal + " with lines dashtype 2 linecolor rgb \"gray40\" title " + gnuplot_string(ideal_title);
+  if (!ideal.empty())
+    plot += ideal + " with lines dashtype 2 linecolor rgb \"gray40\" title " +
+            gnuplot_string(ideal_title);
   for (const auto& st : strategies) {
     if (plot != "plot ") plot += ", \\\n     ";
     plot += fmt::format("{} using 1:{} with linespoints pointtype 7 linewidth 2 title {}",
@@ -183,8 +199,9 @@ std::vector<double> tokens_per_s_from_metrics(const std::string& jsonl) {
       throw std::runtime_error("line " + std::to_string(line) + " is not a JSON object");
     }
     if (!j.contains("tokens_per_s") || !j["tokens_per_s"].is_number()) continue;
-    long step = j.contains("step") && j["step"].is_number_integer() ? j["step"].get<long>()
-                                                                      : static_cast<long>(by_step.size());
+    long step = j.contains("step") && j["step"].is_number_integer()
+                    ? j["step"].get<long>()
+                    : static_cast<long>(by_step.size());
     by_step[step] = j["tokens_per_s"].get<double>();
   }
   std::vector<double> out;
@@ -261,7 +278,8 @@ std::string results_csv(const std::vector<ResultRow>& rows) {
 
 std::vector<ResultRow> parse_results_csv(const std::string& text, const std::string& origin) {
   auto records = parse_csv(text, origin);
-  if (records.empty()) throw UserError(origin, "empty file", "it needs a header line and one row per point");
+  if (records.empty())
+    throw UserError(origin, "empty file", "it needs a header line and one row per point");
   std::map<std::string, size_t> col;
   for (size_t i = 0; i < records[0].size(); ++i) col[records[0][i]] = i;
   for (const char* needed : {"preset", "strategy", "gpus", "state", "tokens_per_s_mean"}) {
@@ -298,7 +316,8 @@ std::vector<ResultRow> parse_results_csv(const std::string& text, const std::str
     r.log = get("log");
     r.message = get("message");
     if (r.strategy.empty() || r.gpus <= 0) {
-      throw UserError(where, "needs a strategy and a positive gpus count", "fix the row or remove it");
+      throw UserError(where, "needs a strategy and a positive gpus count",
+                      "fix the row or remove it");
     }
     rows.push_back(r);
   }
@@ -310,24 +329,30 @@ ReportOutcome write_report(const fs::path& dir, const std::vector<ResultRow>& ro
   ReportOutcome outcome;
   // summary.md
   std::string md = "# " + title + "\n\n";
-  md += "Steady-state training throughput per point (warm-up steps excluded; mean ± sample\n"
-        "standard deviation over the remaining steps). Speedup is against the measured point with\n"
-        "the fewest GPUs of the same strategy; efficiency = speedup / (GPUs / its GPUs).\n\n";
-  md += "| preset | strategy | nodes | GPUs | state | tokens/s | ± std | tokens/s per GPU | speedup | efficiency | job |\n";
+  md +=
+      "Steady-state training throughput per point (warm-up steps excluded; mean ± sample\n"
+      "standard deviation over the remaining steps). Speedup is against the measured point with\n"
+      "the fewest GPUs of the same strategy; efficiency = speedup / (GPUs / its GPUs).\n\n";
+  md +=
+      "| preset | strategy | nodes | GPUs | state | tokens/s | ± std | tokens/s per GPU | speedup "
+      "| efficiency | job |\n";
   md += "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---|\n";
-  auto cell = [](const std::optional<double>& v, int d) { return v ? fmt::format("{:.{}f}", *v, d) : std::string("–"); };
+  auto cell = [](const std::optional<double>& v, int d) {
+    return v ? fmt::format("{:.{}f}", *v, d) : std::string("–");
+  };
   auto md_text = [](const std::string& s) {
     std::string out;
     for (char c : comment_text(s)) out += c == '|' ? std::string("\\|") : std::string(1, c);
     return out;
   };
   for (const auto& r : rows) {
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", md_text(r.preset),
-                      md_text(r.strategy), r.nodes, r.gpus, md_text(r.state), cell(r.tokens_per_s, 1),
-                      cell(r.tokens_per_s_std, 1), cell(r.tokens_per_s_per_gpu(), 1),
-                      r.speedup ? fmt::format("{:.2f}x", *r.speedup) : "–",
-                      r.efficiency ? fmt::format("{:.0f}%", *r.efficiency * 100) : "–",
-                      r.job_id.empty() ? "–" : md_text(r.job_id));
+    md +=
+        fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", md_text(r.preset),
+                    md_text(r.strategy), r.nodes, r.gpus, md_text(r.state), cell(r.tokens_per_s, 1),
+                    cell(r.tokens_per_s_std, 1), cell(r.tokens_per_s_per_gpu(), 1),
+                    r.speedup ? fmt::format("{:.2f}x", *r.speedup) : "–",
+                    r.efficiency ? fmt::format("{:.0f}%", *r.efficiency * 100) : "–",
+                    r.job_id.empty() ? "–" : md_text(r.job_id));
   }
   std::string problems;
   for (const auto& r : rows) {
@@ -344,8 +369,11 @@ ReportOutcome write_report(const fs::path& dir, const std::vector<ResultRow>& ro
     if (r.tokens_per_s && r.speedup) measured.push_back(r);
   fs::path plots = dir / "plots";
   if (!measured.empty()) {
-    md += "\n## Plots\n\n![speedup vs GPUs](plots/speedup.png)\n\n![efficiency vs GPUs](plots/efficiency.png)\n\n"
-          "SVG versions, the gnuplot scripts (`*.gp`) and their data (`scaling-*.dat`) are in `plots/`.\n";
+    md +=
+        "\n## Plots\n\n![speedup vs GPUs](plots/speedup.png)\n\n![efficiency vs "
+        "GPUs](plots/efficiency.png)\n\n"
+        "SVG versions, the gnuplot scripts (`*.gp`) and their data (`scaling-*.dat`) are in "
+        "`plots/`.\n";
   }
   write_file_atomically(dir / "summary.md", md);
   outcome.written.push_back((dir / "summary.md").string());
@@ -356,7 +384,9 @@ ReportOutcome write_report(const fs::path& dir, const std::vector<ResultRow>& ro
 
   std::error_code ec;
   fs::create_directories(plots, ec);
-  if (ec) throw UserError(plots.string(), "cannot create the directory: " + ec.message(), "check the permissions");
+  if (ec)
+    throw UserError(plots.string(), "cannot create the directory: " + ec.message(),
+                    "check the permissions");
   std::vector<std::string> strategies = strategies_of(measured);
   std::set<int> gpu_set;
   for (const auto& r : measured) gpu_set.insert(r.gpus);
@@ -365,8 +395,10 @@ ReportOutcome write_report(const fs::path& dir, const std::vector<ResultRow>& ro
     std::vector<ResultRow> series;
     for (const auto& r : measured)
       if (r.strategy == st) series.push_back(r);
-    std::stable_sort(series.begin(), series.end(), [](const ResultRow& a, const ResultRow& b) { return a.gpus < b.gpus; });
-    std::string dat = "# " + st + ": gpus speedup efficiency tokens_per_s tokens_per_s_std preset\n";
+    std::stable_sort(series.begin(), series.end(),
+                     [](const ResultRow& a, const ResultRow& b) { return a.gpus < b.gpus; });
+    std::string dat =
+        "# " + st + ": gpus speedup efficiency tokens_per_s tokens_per_s_std preset\n";
     for (const auto& r : series) {
       dat += fmt::format("{} {:.6f} {:.6f} {:.3f} {:.3f} {}\n", r.gpus, *r.speedup, *r.efficiency,
                          *r.tokens_per_s, r.tokens_per_s_std.value_or(0.0), r.preset);
@@ -381,10 +413,11 @@ ReportOutcome write_report(const fs::path& dir, const std::vector<ResultRow>& ro
       "speedup", fmt::format("speedup vs {} GPU{}", base, base == 1 ? "" : "s"), 2, strategies,
       fmt::format("x / {}.0", base), "ideal", gpus,
       "Speedup vs GPUs, one series per strategy; the dashed line is ideal (linear) scaling.");
-  std::string efficiency = plot_script(
-      "efficiency", "parallel efficiency", 3, strategies, "1", "ideal", gpus,
-      "Parallel efficiency (speedup / GPU ratio) vs GPUs, one series per strategy.");
-  for (const auto& [name, text] : {std::pair<std::string, std::string>{"speedup", speedup}, {"efficiency", efficiency}}) {
+  std::string efficiency =
+      plot_script("efficiency", "parallel efficiency", 3, strategies, "1", "ideal", gpus,
+                  "Parallel efficiency (speedup / GPU ratio) vs GPUs, one series per strategy.");
+  for (const auto& [name, text] :
+       {std::pair<std::string, std::string>{"speedup", speedup}, {"efficiency", efficiency}}) {
     fs::path gp = plots / (name + ".gp");
     write_file_atomically(gp, text);
     outcome.written.push_back(gp.string());
@@ -410,8 +443,12 @@ ReportOutcome write_report(const fs::path& dir, const std::vector<ResultRow>& ro
 int report_sweep_dir(const fs::path& dir) {
   fs::path csv = dir / "results.csv";
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw UserError(dir.string(), "no such sweep directory", "pass the --out directory of hpclaunch sweep");
-  if (!fs::is_regular_file(csv, ec)) throw UserError(csv.string(), "no results.csv here", "run hpclaunch sweep --out " + dir.string() + " first");
+  if (!fs::is_directory(dir, ec))
+    throw UserError(dir.string(), "no such sweep directory",
+                    "pass the --out directory of hpclaunch sweep");
+  if (!fs::is_regular_file(csv, ec))
+    throw UserError(csv.string(), "no results.csv here",
+                    "run hpclaunch sweep --out " + dir.string() + " first");
   auto rows = parse_results_csv(read_text_file(csv, "results file"), csv.string());
   compute_scaling(rows);
   write_file_atomically(csv, results_csv(rows));

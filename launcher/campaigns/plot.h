@@ -17,15 +17,15 @@ struct ResultRow {
   std::string preset, strategy;
   int nodes = 0, gpus = 0;
   std::string job_id;
-  std::string state;                     // Slurm's word (COMPLETED, FAILED, ...), START_TIMEOUT,
-                                         // NOT_SUBMITTED, or a live state for an unfinished sweep
-  std::optional<double> tokens_per_s;    // steady-state mean over all ranks; none if unknown
+  std::string state;                   // Slurm's word (COMPLETED, FAILED, ...), START_TIMEOUT,
+                                       // NOT_SUBMITTED, or a live state for an unfinished sweep
+  std::optional<double> tokens_per_s;  // steady-state mean over all ranks; none if unknown
   std::optional<double> tokens_per_s_std;
-  int steps_used = 0;                    // steps that went into the mean (warm-up excluded)
-  std::optional<double> speedup;         // vs the smallest measured point of the same strategy
-  std::optional<double> efficiency;      // speedup / (gpus / gpus of that point)
-  std::string run_dir, log;              // where the job ran and its log (on the backend's host)
-  std::string message;                   // why a point has no numbers, one line
+  int steps_used = 0;                // steps that went into the mean (warm-up excluded)
+  std::optional<double> speedup;     // vs the smallest measured point of the same strategy
+  std::optional<double> efficiency;  // speedup / (gpus / gpus of that point)
+  std::string run_dir, log;          // where the job ran and its log (on the backend's host)
+  std::string message;               // why a point has no numbers, one line
 
   std::optional<double> tokens_per_s_per_gpu() const;
 };

@@ -52,33 +52,38 @@ bool poll_one(Backend& backend, PoolJob& j, const PoolLimits& limits, const Pool
   auto cancel = [&]() {
     try {
       backend.cancel(j.job_id);
-    } catch (const BackendError&) {
-    }
+    } catch (const BackendError&) {}
   };
   long running_for = -1;
   if (j.started && !s.terminal()) {
     running_for = static_cast<long>(
-        std::chrono::duration_cast<std::chrono::seconds>(PoolClock::now() - j.running_since).count());
+        std::chrono::duration_cast<std::chrono::seconds>(PoolClock::now() - j.running_since)
+            .count());
     running_for = std::max(running_for, s.elapsed_seconds);
   }
-  if (!j.started && PoolClock::now() - j.waiting_since > std::chrono::seconds(limits.start_timeout_s)) {
+  if (!j.started &&
+      PoolClock::now() - j.waiting_since > std::chrono::seconds(limits.start_timeout_s)) {
     cancel();
-    j.message = fmt::format("did not start within {} s (last state {}{}); cancelled it", limits.start_timeout_s,
-                            s.state, s.reason.empty() ? "" : ", reason " + s.reason);
+    j.message = fmt::format("did not start within {} s (last state {}{}); cancelled it",
+                            limits.start_timeout_s, s.state,
+                            s.reason.empty() ? "" : ", reason " + s.reason);
     j.state = "START_TIMEOUT";
   } else if (limits.run_timeout_s > 0 && running_for > limits.run_timeout_s) {
     cancel();
-    j.message = fmt::format("still running after {} s (the bound is {} s): hung? cancelled it; see the log",
-                            running_for, limits.run_timeout_s);
+    j.message =
+        fmt::format("still running after {} s (the bound is {} s): hung? cancelled it; see the log",
+                    running_for, limits.run_timeout_s);
     j.state = "HUNG";
-  } else if (j.requeue_watch.may_be_requeued(s.state, std::chrono::duration<double>(limits.requeue_settle_s))) {
+  } else if (j.requeue_watch.may_be_requeued(
+                 s.state, std::chrono::duration<double>(limits.requeue_settle_s))) {
     // Not final yet: Slurm may requeue it (PreemptMode=REQUEUE, --requeue), and then the same
     // job runs again and is measured as usual.
   } else if (s.state == "LOST" || s.terminal()) {
     if (j.state == "COMPLETED") {
       if (hooks.completed) hooks.completed(j);
     } else if (j.message.empty() || j.message.rfind("status:", 0) == 0) {
-      j.message = j.state == "LOST" ? "the scheduler no longer knows the job" : "job ended " + j.state;
+      j.message =
+          j.state == "LOST" ? "the scheduler no longer knows the job" : "job ended " + j.state;
       if (s.exit_code > 0) j.message += fmt::format(" (exit code {})", s.exit_code);
       j.message += "; see the log";
     }
@@ -93,11 +98,14 @@ bool PoolJob::active() const {
   return !is_terminal_state(state) || requeue_watch.watching();
 }
 
-void check_backend_fits(const std::string& backend_kind, const Spec& spec, const std::string& where) {
+void check_backend_fits(const std::string& backend_kind, const Spec& spec,
+                        const std::string& where) {
   if (backend_kind != "local" || spec.shape.nodes <= 1) return;
-  throw UserError(where, fmt::format("preset {} has {} nodes, but the local backend runs one node",
-                                     comment_text(spec.preset), spec.shape.nodes),
-                  "use 1-node presets (1n1g, 1n2g, ...) with --local, or submit to Slurm (--backend slurm, --host)");
+  throw UserError(where,
+                  fmt::format("preset {} has {} nodes, but the local backend runs one node",
+                              comment_text(spec.preset), spec.shape.nodes),
+                  "use 1-node presets (1n1g, 1n2g, ...) with --local, or submit to Slurm "
+                  "(--backend slurm, --host)");
 }
 
 std::string now_hms() {
@@ -106,7 +114,6 @@ std::string now_hms() {
   std::strftime(buf, sizeof buf, "%H:%M:%S", std::localtime(&t));
   return buf;
 }
-
 
 std::optional<std::string> read_backend_file(Backend& backend, const std::string& path) {
   std::string data;
@@ -121,9 +128,9 @@ std::optional<std::string> read_backend_file(Backend& backend, const std::string
   return data;
 }
 
-bool run_job_pool(Backend& backend, const BackendChoice& choice,
-                  const std::vector<PoolJob*>& jobs, const PoolLimits& limits,
-                  const std::vector<std::string>& command, const PoolHooks& hooks) {
+bool run_job_pool(Backend& backend, const BackendChoice& choice, const std::vector<PoolJob*>& jobs,
+                  const PoolLimits& limits, const std::vector<std::string>& command,
+                  const PoolHooks& hooks) {
   auto old_int = std::signal(SIGINT, on_pool_interrupt);
   auto old_term = std::signal(SIGTERM, on_pool_interrupt);
   g_interrupted = false;
@@ -157,7 +164,8 @@ bool run_job_pool(Backend& backend, const BackendChoice& choice,
     bool busy = next < jobs.size();
     for (const auto* j : jobs) busy = busy || j->active();
     if (!busy) break;
-    for (auto t = std::chrono::milliseconds(0); t < poll && !g_interrupted; t += std::chrono::milliseconds(50))
+    for (auto t = std::chrono::milliseconds(0); t < poll && !g_interrupted;
+         t += std::chrono::milliseconds(50))
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   std::signal(SIGINT, old_int);

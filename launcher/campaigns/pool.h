@@ -19,18 +19,18 @@ using PoolClock = std::chrono::steady_clock;
 
 // One job of the pool: what to submit, and what became of it.
 struct PoolJob {
-  std::string key;     // names it in messages: "1n2g/ddp", "c3"
+  std::string key;  // names it in messages: "1n2g/ddp", "c3"
   Spec spec;
   std::string script;  // rendered from spec
   // From the job:
   std::string job_id, run_dir, log, spec_hash, state = "NOT_SUBMITTED", message;
-  std::string nodes;            // the job's node list once it ran ("" before)
-  bool started = false;         // seen RUNNING (or later)
+  std::string nodes;     // the job's node list once it ran ("" before)
+  bool started = false;  // seen RUNNING (or later)
   PoolClock::time_point waiting_since, running_since;
   // PREEMPTED / NODE_FAIL: the job stays active until requeue_settle_s has passed without
   // Slurm requeueing it (it then shows PENDING again).
   RequeueWatch requeue_watch;
-  long elapsed = -1;            // seconds, as the scheduler says; -1 unknown
+  long elapsed = -1;  // seconds, as the scheduler says; -1 unknown
 
   // Submitted and neither ended nor given up on (START_TIMEOUT, HUNG).
   bool active() const;
@@ -46,20 +46,21 @@ struct PoolLimits {
 
 struct PoolHooks {
   std::function<void(PoolJob&)> completed;  // a job reached COMPLETED: measure it
-  std::function<void()> changed;             // a job was submitted or changed state: save
-  std::function<void()> show;                // after every poll: draw the live table
+  std::function<void()> changed;            // a job was submitted or changed state: save
+  std::function<void()> show;               // after every poll: draw the live table
 };
 
 // Submits the jobs without a job id in order (keeping at most max_concurrent active, the
 // adopted ones included) and polls every active job until none is left. Submission failures
 // become SUBMIT_FAILED rows. Returns false when Ctrl-C / SIGTERM stopped it: the jobs go on.
-bool run_job_pool(Backend& backend, const BackendChoice& choice,
-                  const std::vector<PoolJob*>& jobs, const PoolLimits& limits,
-                  const std::vector<std::string>& command, const PoolHooks& hooks);
+bool run_job_pool(Backend& backend, const BackendChoice& choice, const std::vector<PoolJob*>& jobs,
+                  const PoolLimits& limits, const std::vector<std::string>& command,
+                  const PoolHooks& hooks);
 
 // The local backend runs one node: a spec with more nodes is refused up front (UserError naming
 // `where` and the preset) instead of failing at submission. Other backends: nothing to check.
-void check_backend_fits(const std::string& backend_kind, const Spec& spec, const std::string& where);
+void check_backend_fits(const std::string& backend_kind, const Spec& spec,
+                        const std::string& where);
 
 // A whole file on the backend's host; nullopt when it is not there.
 std::optional<std::string> read_backend_file(Backend& backend, const std::string& path);

@@ -17,18 +17,18 @@
 #include <nlohmann/json.hpp>
 
 #include "atomic_file.h"
+#include "backends/host.h"
+#include "campaigns/plot.h"
 #include "campaigns/pool.h"
-#include "spec/catalog.h"
+#include "cli/version.h"
 #include "error.h"
 #include "follow/follow.h"
-#include "backends/host.h"
 #include "json_file.h"
-#include "campaigns/plot.h"
 #include "render/render.h"
 #include "render/shell.h"
+#include "spec/catalog.h"
 #include "spec/spec.h"
 #include "spec/suggest.h"
-#include "cli/version.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -48,8 +48,8 @@ struct Point {
 
 json point_json(const Point& p) {
   const PoolJob& j = p.job;
-  return {{"preset", p.preset}, {"strategy", p.strategy}, {"nodes", p.nodes},     {"gpus", p.gpus},
-          {"job_id", j.job_id}, {"run_dir", j.run_dir},   {"log", j.log},         {"state", j.state},
+  return {{"preset", p.preset},   {"strategy", p.strategy},  {"nodes", p.nodes}, {"gpus", p.gpus},
+          {"job_id", j.job_id},   {"run_dir", j.run_dir},    {"log", j.log},     {"state", j.state},
           {"message", j.message}, {"spec_hash", j.spec_hash}};
 }
 
@@ -65,7 +65,8 @@ long long_option(const std::vector<std::string>& args, const std::string& flag) 
   return 0;
 }
 
-std::vector<std::string> without_option(const std::vector<std::string>& args, const std::string& flag) {
+std::vector<std::string> without_option(const std::vector<std::string>& args,
+                                        const std::string& flag) {
   std::vector<std::string> out;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == flag) {
@@ -80,31 +81,46 @@ std::vector<std::string> without_option(const std::vector<std::string>& args, co
 
 void validate(const SweepConfig& c) {
   if (c.presets.empty()) {
-    throw UserError("--presets", "no presets to sweep", "pass --presets 1n1g,1n2g,... or \"presets\" in the sweep file");
+    throw UserError("--presets", "no presets to sweep",
+                    "pass --presets 1n1g,1n2g,... or \"presets\" in the sweep file");
   }
   if (c.strategies.empty()) {
-    throw UserError("--strategy", "no strategies to sweep", "pass --strategy ddp[,fsdp] or \"strategies\" in the sweep file");
+    throw UserError("--strategy", "no strategies to sweep",
+                    "pass --strategy ddp[,fsdp] or \"strategies\" in the sweep file");
   }
   std::set<std::string> seen;
   for (const auto& p : c.presets) {
-    if (p.empty()) throw UserError("--presets", "an empty name in the list", "separate names with single commas: 1n1g,1n2g");
-    if (!seen.insert(p).second) throw UserError("--presets", "\"" + comment_text(p) + "\" is listed twice", "list each preset once");
+    if (p.empty())
+      throw UserError("--presets", "an empty name in the list",
+                      "separate names with single commas: 1n1g,1n2g");
+    if (!seen.insert(p).second)
+      throw UserError("--presets", "\"" + comment_text(p) + "\" is listed twice",
+                      "list each preset once");
   }
   seen.clear();
   for (const auto& s : c.strategies) {
-    if (std::find(known_strategies().begin(), known_strategies().end(), s) == known_strategies().end()) {
-      throw UserError("--strategy", "unknown strategy \"" + comment_text(s) + "\"", suggest_fix(s, known_strategies(), "strategies"));
+    if (std::find(known_strategies().begin(), known_strategies().end(), s) ==
+        known_strategies().end()) {
+      throw UserError("--strategy", "unknown strategy \"" + comment_text(s) + "\"",
+                      suggest_fix(s, known_strategies(), "strategies"));
     }
-    if (!seen.insert(s).second) throw UserError("--strategy", "\"" + s + "\" is listed twice", "list each strategy once");
+    if (!seen.insert(s).second)
+      throw UserError("--strategy", "\"" + s + "\" is listed twice", "list each strategy once");
   }
   if (c.scaling != "strong" && c.scaling != "weak") {
-    throw UserError("--scaling", "unknown scaling \"" + comment_text(c.scaling) + "\"", "use strong (global batch fixed) or weak (per-GPU batch fixed)");
+    throw UserError("--scaling", "unknown scaling \"" + comment_text(c.scaling) + "\"",
+                    "use strong (global batch fixed) or weak (per-GPU batch fixed)");
   }
-  if (c.max_concurrent < 1) throw UserError("--max-concurrent", "must be at least 1", "pass --max-concurrent 1 to run the points one by one");
-  if (c.steps < 0) throw UserError("--steps", "must not be negative", "pass the number of training steps per point");
-  if (c.start_timeout_s < 1) throw UserError("--start-timeout", "must be at least 1 second", "pass how long a point may wait to start");
+  if (c.max_concurrent < 1)
+    throw UserError("--max-concurrent", "must be at least 1",
+                    "pass --max-concurrent 1 to run the points one by one");
+  if (c.steps < 0)
+    throw UserError("--steps", "must not be negative",
+                    "pass the number of training steps per point");
+  if (c.start_timeout_s < 1)
+    throw UserError("--start-timeout", "must be at least 1 second",
+                    "pass how long a point may wait to start");
 }
-
 
 // The live table: redrawn in place on a terminal, a line per change otherwise.
 class SweepTable {
@@ -123,11 +139,15 @@ class SweepTable {
       return;
     }
     if (drawn_ > 0) err_ << "\033[" << drawn_ << "A";
-    err_ << "\r\033[K" << fmt::format("{:<8} {:<8} {:>4}  {:<14} {:<10} {:>9} {:>12}", "PRESET", "STRATEGY", "GPUS", "STATE", "JOB", "ELAPSED", "TOKENS/S") << "\n";
+    err_ << "\r\033[K"
+         << fmt::format("{:<8} {:<8} {:>4}  {:<14} {:<10} {:>9} {:>12}", "PRESET", "STRATEGY",
+                        "GPUS", "STATE", "JOB", "ELAPSED", "TOKENS/S")
+         << "\n";
     for (const auto& p : points) {
       err_ << "\r\033[K"
-           << fmt::format("{:<8} {:<8} {:>4}  {:<14} {:<10} {:>9} {:>12}", p.preset, p.strategy, p.gpus, p.job.state,
-                          p.job.job_id.empty() ? "-" : p.job.job_id, p.job.elapsed < 0 ? "-" : format_duration(p.job.elapsed),
+           << fmt::format("{:<8} {:<8} {:>4}  {:<14} {:<10} {:>9} {:>12}", p.preset, p.strategy,
+                          p.gpus, p.job.state, p.job.job_id.empty() ? "-" : p.job.job_id,
+                          p.job.elapsed < 0 ? "-" : format_duration(p.job.elapsed),
                           p.throughput ? fmt::format("{:.1f}", p.throughput->mean) : "-")
            << "\n";
     }
@@ -137,7 +157,8 @@ class SweepTable {
 
  private:
   static std::string describe(const Point& p) {
-    std::string s = p.key() + " (" + std::to_string(p.gpus) + (p.gpus == 1 ? " GPU): " : " GPUs): ") + p.job.state;
+    std::string s = p.key() + " (" + std::to_string(p.gpus) +
+                    (p.gpus == 1 ? " GPU): " : " GPUs): ") + p.job.state;
     if (!p.job.job_id.empty()) s += ", job " + p.job.job_id;
     if (p.throughput) s += fmt::format(", {:.1f} tokens/s", p.throughput->mean);
     if (!p.job.message.empty()) s += " - " + comment_text(p.job.message);
@@ -232,8 +253,8 @@ std::vector<Point> sweep_points(const SweepConfig& config, const Catalog& catalo
     smallest = smallest == 0 ? w : std::min(smallest, w);
     largest = std::max(largest, w);
   }
-  fs::path tmpl = config.template_file.empty() ? catalog.default_template()
-                                               : fs::path(config.template_file);
+  fs::path tmpl =
+      config.template_file.empty() ? catalog.default_template() : fs::path(config.template_file);
   ScriptTemplate script_template = ScriptTemplate::from_file(tmpl);
 
   std::vector<Point> points;
@@ -247,8 +268,8 @@ std::vector<Point> sweep_points(const SweepConfig& config, const Catalog& catalo
       SpecRequest r = make_spec_request(preset, config.cluster, strategy, std::move(sets),
                                         config.project, config.no_project);
       int world = shape_of[preset].nodes * shape_of[preset].gpus_per_node;
-      r.trainer_args = point_trainer_args(config.trainer_args, config.scaling, config.steps,
-                                          world, smallest, largest);
+      r.trainer_args = point_trainer_args(config.trainer_args, config.scaling, config.steps, world,
+                                          smallest, largest);
       p.job.key = p.key();
       p.job.spec = resolve_spec(catalog, r);
       p.nodes = p.job.spec.shape.nodes;
@@ -284,7 +305,8 @@ void adopt_previous_points(std::vector<Point>& points, const std::map<std::strin
     auto it = previous.find(p.key());
     if (it == previous.end()) continue;
     const json& e = it->second;
-    std::string hash = str_at(e, "spec_hash"), state = str_at(e, "state"), job = str_at(e, "job_id");
+    std::string hash = str_at(e, "spec_hash"), state = str_at(e, "state"),
+                job = str_at(e, "job_id");
     if (job.empty() || hash != p.job.spec.hash()) {
       if (!job.empty()) {
         std::cerr << "hpclaunch: sweep: " << p.key() << ": the spec changed since job " << job
@@ -293,7 +315,8 @@ void adopt_previous_points(std::vector<Point>& points, const std::map<std::strin
       continue;
     }
     bool finished = state == "COMPLETED";
-    bool in_flight = !is_terminal_state(state) && state != "START_TIMEOUT" && state != "HUNG" && state != "NOT_SUBMITTED";
+    bool in_flight = !is_terminal_state(state) && state != "START_TIMEOUT" && state != "HUNG" &&
+                     state != "NOT_SUBMITTED";
     if (!finished && !in_flight) continue;  // failed before: try again
     p.job.job_id = job;
     p.job.run_dir = str_at(e, "run_dir");
@@ -303,7 +326,10 @@ void adopt_previous_points(std::vector<Point>& points, const std::map<std::strin
     p.job.message = str_at(e, "message");
     p.job.waiting_since = p.job.running_since = PoolClock::now();
     p.job.started = state != "PENDING";
-    if (finished) ++kept; else ++adopted;
+    if (finished)
+      ++kept;
+    else
+      ++adopted;
   }
 }
 
@@ -324,46 +350,68 @@ std::vector<std::string> split_comma_list(const std::string& s) {
 SweepConfig read_sweep_file(const fs::path& path, SweepConfig c) {
   json j = read_json_file(path);
   std::string file = path.string();
-  if (!j.is_object()) throw UserError(file, "expected a JSON object", "see examples/sweeps/ and docs/sweeps.md");
-  static const std::vector<std::string> keys = {"presets", "strategies", "scaling", "steps",
-      "cluster", "max_concurrent", "warmup_steps", "start_timeout", "out", "set", "trainer_args",
-      "project", "template"};
+  if (!j.is_object())
+    throw UserError(file, "expected a JSON object", "see examples/sweeps/ and docs/sweeps.md");
+  static const std::vector<std::string> keys = {
+      "presets",        "strategies",   "scaling",       "steps", "cluster",
+      "max_concurrent", "warmup_steps", "start_timeout", "out",   "set",
+      "trainer_args",   "project",      "template"};
   auto strings = [&](const std::string& key, const json& v) {
     if (v.is_string()) return split_comma_list(v.get<std::string>());
-    if (!v.is_array()) throw UserError(file + ": " + key, "expected a list of strings", "write [\"a\", \"b\"]");
+    if (!v.is_array())
+      throw UserError(file + ": " + key, "expected a list of strings", "write [\"a\", \"b\"]");
     std::vector<std::string> out;
     for (const auto& e : v) {
-      if (!e.is_string()) throw UserError(file + ": " + key, "expected a list of strings, found " + e.dump(), "quote every item");
+      if (!e.is_string())
+        throw UserError(file + ": " + key, "expected a list of strings, found " + e.dump(),
+                        "quote every item");
       out.push_back(e.get<std::string>());
     }
     return out;
   };
   auto string = [&](const std::string& key, const json& v) {
-    if (!v.is_string()) throw UserError(file + ": " + key, "expected a string, found " + v.dump(), "quote the value");
+    if (!v.is_string())
+      throw UserError(file + ": " + key, "expected a string, found " + v.dump(), "quote the value");
     return v.get<std::string>();
   };
   auto integer = [&](const std::string& key, const json& v) {
-    if (!v.is_number_integer()) throw UserError(file + ": " + key, "expected an integer, found " + v.dump(), "write a whole number");
+    if (!v.is_number_integer())
+      throw UserError(file + ": " + key, "expected an integer, found " + v.dump(),
+                      "write a whole number");
     return v.get<long>();
   };
   for (const auto& [key, v] : j.items()) {
-    if (key == "presets") c.presets = strings(key, v);
-    else if (key == "strategies") c.strategies = strings(key, v);
-    else if (key == "scaling") c.scaling = string(key, v);
-    else if (key == "steps") c.steps = integer(key, v);
-    else if (key == "cluster") c.cluster = string(key, v);
-    else if (key == "max_concurrent") c.max_concurrent = static_cast<int>(integer(key, v));
-    else if (key == "warmup_steps") c.warmup_steps = static_cast<int>(integer(key, v));
-    else if (key == "start_timeout") c.start_timeout_s = integer(key, v);
-    else if (key == "out") c.out_dir = string(key, v);
-    else if (key == "set") c.sets = strings(key, v);
+    if (key == "presets")
+      c.presets = strings(key, v);
+    else if (key == "strategies")
+      c.strategies = strings(key, v);
+    else if (key == "scaling")
+      c.scaling = string(key, v);
+    else if (key == "steps")
+      c.steps = integer(key, v);
+    else if (key == "cluster")
+      c.cluster = string(key, v);
+    else if (key == "max_concurrent")
+      c.max_concurrent = static_cast<int>(integer(key, v));
+    else if (key == "warmup_steps")
+      c.warmup_steps = static_cast<int>(integer(key, v));
+    else if (key == "start_timeout")
+      c.start_timeout_s = integer(key, v);
+    else if (key == "out")
+      c.out_dir = string(key, v);
+    else if (key == "set")
+      c.sets = strings(key, v);
     else if (key == "trainer_args") {
-      if (!v.is_array()) throw UserError(file + ": " + key, "expected a list of strings", "write [\"--model\", \"tiny\"]");
+      if (!v.is_array())
+        throw UserError(file + ": " + key, "expected a list of strings",
+                        "write [\"--model\", \"tiny\"]");
       c.trainer_args = strings(key, v);
-    }
-    else if (key == "project") c.project = string(key, v);
-    else if (key == "template") c.template_file = string(key, v);
-    else throw UserError(file + ": " + key, "unknown key", suggest_fix(key, keys, "keys"));
+    } else if (key == "project")
+      c.project = string(key, v);
+    else if (key == "template")
+      c.template_file = string(key, v);
+    else
+      throw UserError(file + ": " + key, "unknown key", suggest_fix(key, keys, "keys"));
   }
   return c;
 }
@@ -412,18 +460,26 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
   fs::path state_file = dir / "sweep.json";
   std::map<std::string, json> previous = read_previous_points(state_file);
   std::unique_ptr<Backend> made;
-  if (!given_backend) made = make_backend(choice);  // fails (unreachable host, no sbatch) before any write
+  if (!given_backend)
+    made = make_backend(choice);  // fails (unreachable host, no sbatch) before any write
   Backend* backend = given_backend ? given_backend : made.get();
   fs::create_directories(dir, ec);
-  if (ec) throw UserError(out_dir, "cannot create the sweep directory: " + ec.message(), "check the path and permissions");
+  if (ec)
+    throw UserError(out_dir, "cannot create the sweep directory: " + ec.message(),
+                    "check the path and permissions");
 
   int kept = 0, adopted = 0;
   adopt_previous_points(points, previous, kept, adopted);
 
   auto save_state = [&]() {
-    json s = {{"version", 1}, {"hpclaunch_version", kVersion}, {"scaling", config.scaling},
-              {"presets", config.presets}, {"strategies", config.strategies}, {"command", command},
-              {"updated_at", utc_now_iso8601()}, {"points", json::array()}};
+    json s = {{"version", 1},
+              {"hpclaunch_version", kVersion},
+              {"scaling", config.scaling},
+              {"presets", config.presets},
+              {"strategies", config.strategies},
+              {"command", command},
+              {"updated_at", utc_now_iso8601()},
+              {"points", json::array()}};
     for (const auto& p : points) s["points"].push_back(point_json(p));
     write_file_atomically(state_file, s.dump(2) + "\n");
   };
@@ -439,9 +495,11 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
   for (auto& p : points)
     if (p.job.state == "COMPLETED") measure(*backend, p, warmup);
   save_state();
-  std::cerr << fmt::format("hpclaunch: sweep {}: {} point{} ({} scaling) via {}; {} finished before, {} still running, {} to submit; at most {} at once\n",
-                           dir.string(), points.size(), points.size() == 1 ? "" : "s", config.scaling, backend->kind(), kept, adopted,
-                           points.size() - kept - adopted, config.max_concurrent);
+  std::cerr << fmt::format(
+      "hpclaunch: sweep {}: {} point{} ({} scaling) via {}; {} finished before, {} still running, "
+      "{} to submit; at most {} at once\n",
+      dir.string(), points.size(), points.size() == 1 ? "" : "s", config.scaling, backend->kind(),
+      kept, adopted, points.size() - kept - adopted, config.max_concurrent);
 
   SweepTable table(std::cerr);
   std::vector<PoolJob*> jobs;
@@ -465,10 +523,12 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
 
   save_state();
   std::vector<ResultRow> rows = save_results();
-  ReportOutcome report = write_report(dir, rows, "Scaling sweep " + sweep_name + " (" + config.scaling + " scaling)");
+  ReportOutcome report =
+      write_report(dir, rows, "Scaling sweep " + sweep_name + " (" + config.scaling + " scaling)");
   std::cerr << "hpclaunch: sweep results in " << (dir / "results.csv").string() << ", "
             << (dir / "summary.md").string() << ", " << (dir / "plots").string() << "/\n";
-  for (const auto& problem : report.problems) std::cerr << "hpclaunch: " << comment_text(problem) << "\n";
+  for (const auto& problem : report.problems)
+    std::cerr << "hpclaunch: " << comment_text(problem) << "\n";
   int failed = 0;
   for (const auto& r : rows) {
     if (r.tokens_per_s) continue;
@@ -479,7 +539,8 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
               << (r.log.empty() ? "" : " (log " + r.log + ")") << "\n";
   }
   if (interrupted) {
-    std::cerr << "hpclaunch: sweep interrupted; submitted jobs go on. Run the same command again to pick them up.\n";
+    std::cerr << "hpclaunch: sweep interrupted; submitted jobs go on. Run the same command again "
+                 "to pick them up.\n";
     return follow_exit::kDetached;
   }
   return failed > 0 || !report.problems.empty() ? 1 : 0;

@@ -15,19 +15,19 @@ namespace hpc {
 // What to sweep. From a sweep file (examples/sweeps/*.json) and/or the command line; the
 // command line wins key by key.
 struct SweepConfig {
-  std::vector<std::string> presets;      // shape presets, e.g. 1n1g, 1n2g, 2n2g
-  std::vector<std::string> strategies;   // ddp, fsdp, ...
-  std::string scaling = "strong";        // strong: global batch fixed; weak: per-GPU batch fixed
-  long steps = 0;                        // --max-steps for every point; 0: the trainer args decide
-  std::string cluster;                   // cluster profile; "" = the spec's default
-  int max_concurrent = 1;                // points in flight at once
-  int warmup_steps = -1;                 // steps dropped before averaging; -1: max(3, 20%)
-  long start_timeout_s = 600;            // a point still not running after this is cancelled
+  std::vector<std::string> presets;     // shape presets, e.g. 1n1g, 1n2g, 2n2g
+  std::vector<std::string> strategies;  // ddp, fsdp, ...
+  std::string scaling = "strong";       // strong: global batch fixed; weak: per-GPU batch fixed
+  long steps = 0;                       // --max-steps for every point; 0: the trainer args decide
+  std::string cluster;                  // cluster profile; "" = the spec's default
+  int max_concurrent = 1;               // points in flight at once
+  int warmup_steps = -1;                // steps dropped before averaging; -1: max(3, 20%)
+  long start_timeout_s = 600;           // a point still not running after this is cancelled
   double poll_interval_s = 1.0;
-  double requeue_settle_s = 10;          // a PREEMPTED / NODE_FAIL point is watched for a requeue
-  std::string out_dir;                   // "" = sweeps/<presets>-<strategies>-<scaling>
-  std::vector<std::string> sets;         // --set key.path=value for every point
-  std::vector<std::string> trainer_args; // after --, for every point
+  double requeue_settle_s = 10;           // a PREEMPTED / NODE_FAIL point is watched for a requeue
+  std::string out_dir;                    // "" = sweeps/<presets>-<strategies>-<scaling>
+  std::vector<std::string> sets;          // --set key.path=value for every point
+  std::vector<std::string> trainer_args;  // after --, for every point
   std::string project, template_file;
   bool no_project = false;
 };

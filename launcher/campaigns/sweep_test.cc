@@ -8,10 +8,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "error.h"
-#include "json_file.h"
 #include "campaigns/plot.h"
 #include "campaigns/sweep.h"
+#include "error.h"
+#include "json_file.h"
 #include "support/scripted_backend.h"
 
 namespace fs = std::filesystem;
@@ -119,17 +119,22 @@ TEST_CASE("results.csv round-trips, quoting commas, quotes and newlines", "[swee
   CHECK(back[1].state == "FAILED");
   CHECK(back[1].message == b.message);
   CHECK(back[1].log == b.log);
-  CHECK_THROWS_WITH(parse_results_csv("preset,strategy\n", "r.csv"), Catch::Contains("r.csv:1: no column \"gpus\""));
+  CHECK_THROWS_WITH(parse_results_csv("preset,strategy\n", "r.csv"),
+                    Catch::Contains("r.csv:1: no column \"gpus\""));
   CHECK_THROWS_WITH(parse_results_csv(csv + "1n4g,ddp,1,four,,X,,,,,,0,,,\n", "r.csv"),
                     Catch::Contains("row 3 gpus") && Catch::Contains("not a number"));
 }
 
 TEST_CASE("strong scaling keeps the global batch, weak scales it with the world size", "[sweep]") {
-  std::vector<std::string> args = {"--model", "tiny", "--micro-batch", "4", "--seq-len", "64", "--max-steps", "100"};
+  std::vector<std::string> args = {"--model",   "tiny", "--micro-batch", "4",
+                                   "--seq-len", "64",   "--max-steps",   "100"};
   auto strong1 = point_trainer_args(args, "strong", 8, 1, 1, 4);
   auto strong4 = point_trainer_args(args, "strong", 8, 4, 1, 4);
-  auto tail = [](const std::vector<std::string>& v) { return std::vector<std::string>(v.end() - 4, v.end()); };
-  CHECK(tail(strong1) == std::vector<std::string>{"--max-steps", "8", "--total-batch-tokens", "1024"});
+  auto tail = [](const std::vector<std::string>& v) {
+    return std::vector<std::string>(v.end() - 4, v.end());
+  };
+  CHECK(tail(strong1) ==
+        std::vector<std::string>{"--max-steps", "8", "--total-batch-tokens", "1024"});
   CHECK(tail(strong4) == tail(strong1));
   CHECK(std::count(strong1.begin(), strong1.end(), "--max-steps") == 1);
   auto weak1 = point_trainer_args(args, "weak", 0, 1, 1, 4);
@@ -151,8 +156,9 @@ TEST_CASE("sweep files: keys, lists and one-line errors", "[sweep]") {
     std::ofstream(dir / "s.json") << text;
     return dir / "s.json";
   };
-  auto c = read_sweep_file(write("// a sweep\n{\"presets\": \"1n1g, 1n2g\", \"strategies\": [\"ddp\"], \"steps\": 8,\n"
-                                 " \"max_concurrent\": 2, \"trainer_args\": [\"--model\", \"tiny\"]}"));
+  auto c = read_sweep_file(
+      write("// a sweep\n{\"presets\": \"1n1g, 1n2g\", \"strategies\": [\"ddp\"], \"steps\": 8,\n"
+            " \"max_concurrent\": 2, \"trainer_args\": [\"--model\", \"tiny\"]}"));
   CHECK(c.presets == std::vector<std::string>{"1n1g", "1n2g"});
   CHECK(c.strategies == std::vector<std::string>{"ddp"});
   CHECK(c.steps == 8);
@@ -160,9 +166,12 @@ TEST_CASE("sweep files: keys, lists and one-line errors", "[sweep]") {
   CHECK(c.trainer_args.size() == 2);
   CHECK_THROWS_WITH(read_sweep_file(write("{\"preset\": [\"1n1g\"]}")),
                     Catch::Contains("s.json: preset: unknown key") && Catch::Contains("presets"));
-  CHECK_THROWS_WITH(read_sweep_file(write("{\"steps\": \"8\"}")), Catch::Contains("steps: expected an integer"));
-  CHECK_THROWS_WITH(read_sweep_file(write("{\"presets\": [1]}")), Catch::Contains("presets: expected a list of strings"));
-  CHECK_THROWS_WITH(read_sweep_file(write("{\"presets\": [\"1n1g\",]}")), Catch::Contains("s.json:1:"));
+  CHECK_THROWS_WITH(read_sweep_file(write("{\"steps\": \"8\"}")),
+                    Catch::Contains("steps: expected an integer"));
+  CHECK_THROWS_WITH(read_sweep_file(write("{\"presets\": [1]}")),
+                    Catch::Contains("presets: expected a list of strings"));
+  CHECK_THROWS_WITH(read_sweep_file(write("{\"presets\": [\"1n1g\",]}")),
+                    Catch::Contains("s.json:1:"));
   CHECK_THROWS_AS(read_sweep_file(dir / "missing.json"), UserError);
   CHECK(split_comma_list("").empty());
   CHECK(split_comma_list("a,,b") == std::vector<std::string>{"a", "", "b"});
@@ -171,8 +180,7 @@ TEST_CASE("sweep files: keys, lists and one-line errors", "[sweep]") {
 
 namespace {
 // Jobs that do what the test says, poll by poll.
-const std::string kMetrics =
-    "{\"step\":0,\"tokens_per_s\":1}\n{\"step\":1,\"tokens_per_s\":500}\n";
+const std::string kMetrics = "{\"step\":0,\"tokens_per_s\":1}\n{\"step\":1,\"tokens_per_s\":500}\n";
 test::ScriptedJob completed() {
   return {{{"COMPLETED", 0, "log\n"}}, {{"metrics.jsonl", kMetrics}}};
 }
@@ -191,7 +199,8 @@ test::ScriptedJob preempted_then_requeued() {
 }
 }  // namespace
 
-TEST_CASE("a sweep keeps failed and never-started points as rows, and resumes only those", "[sweep]") {
+TEST_CASE("a sweep keeps failed and never-started points as rows, and resumes only those",
+          "[sweep]") {
   fs::path dir = fs::temp_directory_path() / ("sweep_run_test_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "runs");
@@ -218,9 +227,11 @@ TEST_CASE("a sweep keeps failed and never-started points as rows, and resumes on
   CHECK(rows[1].message.find("exit code 3") != std::string::npos);
   CHECK(rows[1].log.find("job.out") != std::string::npos);
   CHECK(rows[2].state == "START_TIMEOUT");
-  CHECK(rows[2].message.find("did not start within 1 s (last state PENDING, reason Resources)") != std::string::npos);
+  CHECK(rows[2].message.find("did not start within 1 s (last state PENDING, reason Resources)") !=
+        std::string::npos);
   CHECK(fs::exists(dir / "sw/summary.md"));
-  CHECK(read_text_file(dir / "sw/summary.md").find("Points without a measurement") != std::string::npos);
+  CHECK(read_text_file(dir / "sw/summary.md").find("Points without a measurement") !=
+        std::string::npos);
 
   // Again: the completed point stays; the failed and the never-started ones are submitted again.
   test::ScriptedBackend again("local", 200);

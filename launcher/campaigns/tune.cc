@@ -16,14 +16,14 @@
 #include "atomic_file.h"
 #include "campaigns/clusters_diff.h"
 #include "campaigns/pool.h"
+#include "cli/version.h"
 #include "error.h"
+#include "follow/run_record.h"
 #include "json_file.h"
 #include "render/render.h"
-#include "follow/run_record.h"
-#include "spec/schema.h"
 #include "render/shell.h"
+#include "spec/schema.h"
 #include "spec/suggest.h"
-#include "cli/version.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -40,8 +40,10 @@ TuneValue grid_value(const json& v, const std::string& where) {
   if (v.is_null()) return std::nullopt;
   if (v.is_string()) {
     std::string s = v.get<std::string>();
-    if (s.empty()) throw UserError(where, "an empty value", "write null to leave the variable unset");
-    if (has_control_chars(s)) throw UserError(where, "contains a newline or control character", "remove it");
+    if (s.empty())
+      throw UserError(where, "an empty value", "write null to leave the variable unset");
+    if (has_control_chars(s))
+      throw UserError(where, "contains a newline or control character", "remove it");
     return s;
   }
   if (v.is_number_integer()) return std::to_string(v.get<long long>());
@@ -96,7 +98,8 @@ TuneGrid parse_tune_grid(const json& j, const std::string& origin) {
   TuneGrid g;
   g.origin = origin;
   if (!j.is_object()) {
-    throw UserError(origin, "expected a JSON object with \"variables\" and/or \"candidates\"", kGridFix);
+    throw UserError(origin, "expected a JSON object with \"variables\" and/or \"candidates\"",
+                    kGridFix);
   }
   static const std::vector<std::string> keys = {"variables", "candidates"};
   for (const auto& [key, v] : j.items()) {
@@ -107,17 +110,22 @@ TuneGrid parse_tune_grid(const json& j, const std::string& origin) {
   if (j.contains("variables")) {
     const json& vars = j["variables"];
     if (!vars.is_object()) {
-      throw UserError(origin + ": variables", "expected an object (variable name -> list of values)",
+      throw UserError(origin + ": variables",
+                      "expected an object (variable name -> list of values)",
                       "write {\"NCCL_ALGO\": [\"Ring\", \"Tree\"]}");
     }
     for (const auto& [name, values] : vars.items()) {
       std::string where = origin + ": variables." + name;
       check_var_name(name, where);
       if (!values.is_array()) {
-        throw UserError(where, "expected a list of values, got " + (values.is_object() ? std::string("an object") : values.dump()),
+        throw UserError(where,
+                        "expected a list of values, got " +
+                            (values.is_object() ? std::string("an object") : values.dump()),
                         "write [\"Ring\", \"Tree\"]; explicit sets go under \"candidates\"");
       }
-      if (values.empty()) throw UserError(where, "an empty list of values", "list at least one value, or remove the variable");
+      if (values.empty())
+        throw UserError(where, "an empty list of values",
+                        "list at least one value, or remove the variable");
       std::vector<TuneValue> list;
       for (size_t i = 0; i < values.size(); ++i) {
         TuneValue v = grid_value(values[i], where + "[" + std::to_string(i) + "]");
@@ -132,7 +140,8 @@ TuneGrid parse_tune_grid(const json& j, const std::string& origin) {
   if (j.contains("candidates")) {
     const json& sets = j["candidates"];
     if (!sets.is_array()) {
-      throw UserError(origin + ": candidates", "expected a list of objects (variable name -> value)",
+      throw UserError(origin + ": candidates",
+                      "expected a list of objects (variable name -> value)",
                       "write [{\"NCCL_ALGO\": \"Ring\"}, {\"NCCL_ALGO\": \"Tree\"}]");
     }
     for (size_t i = 0; i < sets.size(); ++i) {
@@ -141,7 +150,8 @@ TuneGrid parse_tune_grid(const json& j, const std::string& origin) {
         throw UserError(where, "expected an object (variable name -> value), got " + sets[i].dump(),
                         "write {\"NCCL_ALGO\": \"Ring\", \"NCCL_PROTO\": \"Simple\"}");
       }
-      if (sets[i].empty()) throw UserError(where, "an empty candidate", "name at least one variable, or remove it");
+      if (sets[i].empty())
+        throw UserError(where, "an empty candidate", "name at least one variable, or remove it");
       std::vector<std::pair<std::string, TuneValue>> set;
       for (const auto& [name, v] : sets[i].items()) {
         check_var_name(name, where + "." + name);
@@ -152,7 +162,8 @@ TuneGrid parse_tune_grid(const json& j, const std::string& origin) {
   }
   if (g.variables.empty() && g.sets.empty()) {
     throw UserError(origin, "the grid has no candidates",
-                    "add \"variables\": {\"NCCL_ALGO\": [\"Ring\", \"Tree\"]} or \"candidates\": [...] (docs/tuning.md)");
+                    "add \"variables\": {\"NCCL_ALGO\": [\"Ring\", \"Tree\"]} or \"candidates\": "
+                    "[...] (docs/tuning.md)");
   }
   return g;
 }
@@ -173,7 +184,8 @@ TuneGrid default_tune_grid(const ClusterProfile& profile) {
                  {"NCCL_P2P_DISABLE", {"0", "1"}}};
   for (const char* name : {"NCCL_IB_HCA", "NCCL_SOCKET_IFNAME"}) {
     for (const auto& v : profile.nccl) {
-      if (v.name == name && !v.value.empty()) g.variables.push_back({name, {v.value, std::nullopt}});
+      if (v.name == name && !v.value.empty())
+        g.variables.push_back({name, {v.value, std::nullopt}});
     }
   }
   return g;
@@ -187,13 +199,15 @@ std::vector<TuneCandidate> expand_tune_grid(const TuneGrid& grid, int max_candid
   }
   total += static_cast<long long>(grid.sets.size());
   if (total == 0) {
-    throw UserError(grid.origin, "the grid has no candidates", "list variables and values (docs/tuning.md)");
+    throw UserError(grid.origin, "the grid has no candidates",
+                    "list variables and values (docs/tuning.md)");
   }
   if (total > max_candidates) {
-    throw UserError(grid.origin,
-                    fmt::format("{}{} candidates, more than {} (one benchmark job each)", total > 1000000 ? "over " : "",
-                                total, max_candidates),
-                    fmt::format("shrink the grid, or pass --max-candidates {} to run them all", total));
+    throw UserError(
+        grid.origin,
+        fmt::format("{}{} candidates, more than {} (one benchmark job each)",
+                    total > 1000000 ? "over " : "", total, max_candidates),
+        fmt::format("shrink the grid, or pass --max-candidates {} to run them all", total));
   }
   std::vector<TuneCandidate> out;
   if (!grid.variables.empty()) {
@@ -208,8 +222,10 @@ std::vector<TuneCandidate> expand_tune_grid(const TuneGrid& grid, int max_candid
       bool carry = true;
       while (i > 0 && carry) {
         --i;
-        if (++index[i] < grid.variables[i].second.size()) carry = false;
-        else index[i] = 0;
+        if (++index[i] < grid.variables[i].second.size())
+          carry = false;
+        else
+          index[i] = 0;
       }
       if (carry) break;
     }
@@ -223,34 +239,40 @@ BenchResult parse_bench_json(const std::string& text, const std::string& origin)
   json j = parse_json_text(text, origin, "is it the --json output of hpctrain bench-allreduce?");
   BenchResult r;
   if (!j.is_object() || !j.contains("rows") || !j["rows"].is_array()) {
-    throw UserError(origin, "no \"rows\" list", "is it the --json output of hpctrain bench-allreduce?");
+    throw UserError(origin, "no \"rows\" list",
+                    "is it the --json output of hpctrain bench-allreduce?");
   }
   for (size_t i = 0; i < j["rows"].size(); ++i) {
     const json& row = j["rows"][i];
     if (!row.is_object() || !row.contains("size") || !row["size"].is_number_integer() ||
         !row.contains("busbw_gbps") || !row["busbw_gbps"].is_number()) {
-      throw UserError(origin + ": rows[" + std::to_string(i) + "]", "no integer \"size\" and number \"busbw_gbps\"",
+      throw UserError(origin + ": rows[" + std::to_string(i) + "]",
+                      "no integer \"size\" and number \"busbw_gbps\"",
                       "is it the --json output of hpctrain bench-allreduce?");
     }
     BusbwRow b;
     b.size = row["size"].get<long long>();
     b.busbw_gbps = row["busbw_gbps"].get<double>();
-    if (row.contains("algbw_gbps") && row["algbw_gbps"].is_number()) b.algbw_gbps = row["algbw_gbps"].get<double>();
-    if (row.contains("time_us") && row["time_us"].is_number()) b.time_us = row["time_us"].get<double>();
+    if (row.contains("algbw_gbps") && row["algbw_gbps"].is_number())
+      b.algbw_gbps = row["algbw_gbps"].get<double>();
+    if (row.contains("time_us") && row["time_us"].is_number())
+      b.time_us = row["time_us"].get<double>();
     r.rows.push_back(b);
   }
   if (j.contains("hostnames") && j["hostnames"].is_array())
     for (const auto& h : j["hostnames"])
       if (h.is_string()) r.hostnames.push_back(h.get<std::string>());
   r.backend = str_at(j, "backend");
-  if (j.contains("world_size") && j["world_size"].is_number_integer()) r.world_size = j["world_size"].get<int>();
+  if (j.contains("world_size") && j["world_size"].is_number_integer())
+    r.world_size = j["world_size"].get<int>();
   return r;
 }
 
 namespace {
 // The rows the score averages over (see tune_score).
 std::vector<BusbwRow> scored_rows(std::vector<BusbwRow> rows) {
-  std::sort(rows.begin(), rows.end(), [](const BusbwRow& a, const BusbwRow& b) { return a.size < b.size; });
+  std::sort(rows.begin(), rows.end(),
+            [](const BusbwRow& a, const BusbwRow& b) { return a.size < b.size; });
   std::vector<BusbwRow> large;
   for (const auto& r : rows)
     if (r.size >= kTuneLargeSize) large.push_back(r);
@@ -306,8 +328,8 @@ json tuned_profile(const std::string& cluster, const std::string& preset, const 
   if (node_text.empty()) node_text = win.nodes.empty() ? "?" : win.nodes;
   json p = json::object();
   p["extends"] = cluster;
-  p["description"] = fmt::format("{}, NCCL tuned by hpclaunch tune on {} ({}): {}", cluster, today(date), preset,
-                                 win.candidate.describe());
+  p["description"] = fmt::format("{}, NCCL tuned by hpclaunch tune on {} ({}): {}", cluster,
+                                 today(date), preset, win.candidate.describe());
   for (const auto& [name, value] : win.candidate.vars) {
     const char* block = name.rfind("NCCL_", 0) == 0 ? "nccl" : "env";
     if (!value) {
@@ -336,15 +358,16 @@ json tuned_profile(const std::string& cluster, const std::string& preset, const 
       return std::string("(unset)");
     };
     if (other) {
-      reason += fmt::format(" vs {} with {}={} ({})", gbps(*other->score), name, value_of(*other), other->candidate.id);
+      reason += fmt::format(" vs {} with {}={} ({})", gbps(*other->score), name, value_of(*other),
+                            other->candidate.id);
     } else if (other_failed) {
       reason += fmt::format("; {}={} ({}) gave no measurement: {}", name, value_of(*other_failed),
                             other_failed->candidate.id, other_failed->state);
     } else {
       reason += "; the only value tried";
     }
-    reason += fmt::format(" [{} on {}, {}; winner {}]", preset, node_text, metric,
-                          win.candidate.id);
+    reason +=
+        fmt::format(" [{} on {}, {}; winner {}]", preset, node_text, metric, win.candidate.id);
     p[block][name] = {{"value", *value}, {"reason", reason}};
   }
   json t = json::object();
@@ -358,13 +381,17 @@ json tuned_profile(const std::string& cluster, const std::string& preset, const 
   json list = json::array();
   for (size_t rank = 0; rank < ranking.size(); ++rank) {
     const auto& o = outcomes[ranking[rank]];
-    json c = {{"id", o.candidate.id}, {"rank", rank + 1}, {"vars", vars_json(o.candidate)}, {"state", o.state},
-              {"job_id", o.job_id}, {"nodes", o.nodes}};
+    json c = {{"id", o.candidate.id}, {"rank", rank + 1},   {"vars", vars_json(o.candidate)},
+              {"state", o.state},     {"job_id", o.job_id}, {"nodes", o.nodes}};
     c["score_gbps"] = o.score ? json(*o.score) : json(nullptr);
     if (!o.message.empty()) c["message"] = o.message;
     json rows = json::array();
     if (o.bench)
-      for (const auto& r : o.bench->rows) rows.push_back({{"size", r.size}, {"busbw_gbps", r.busbw_gbps}, {"algbw_gbps", r.algbw_gbps}, {"time_us", r.time_us}});
+      for (const auto& r : o.bench->rows)
+        rows.push_back({{"size", r.size},
+                        {"busbw_gbps", r.busbw_gbps},
+                        {"algbw_gbps", r.algbw_gbps},
+                        {"time_us", r.time_us}});
     c["busbw"] = rows;
     list.push_back(c);
   }
@@ -376,7 +403,8 @@ json tuned_profile(const std::string& cluster, const std::string& preset, const 
 fs::path user_clusters_dir() {
   const auto dir = Catalog::user_dir();
   if (!dir) {
-    throw UserError("$XDG_CONFIG_HOME", "neither XDG_CONFIG_HOME nor HOME is set", "set one: tuned profiles go to $XDG_CONFIG_HOME/hpclaunch/clusters");
+    throw UserError("$XDG_CONFIG_HOME", "neither XDG_CONFIG_HOME nor HOME is set",
+                    "set one: tuned profiles go to $XDG_CONFIG_HOME/hpclaunch/clusters");
   }
   return *dir / "clusters";
 }
@@ -388,29 +416,40 @@ std::vector<std::string> describe_tuning(const json& t) {
   if (t.contains("nodes") && t["nodes"].is_array())
     for (const auto& n : t["nodes"])
       if (n.is_string()) nodes += (nodes.empty() ? "" : ",") + n.get<std::string>();
-  out.push_back(comment_text(fmt::format("Tuned by hpclaunch tune on {} (cluster {}, preset {}, nodes {}); winner {}.",
-                                         str_at(t, "date"), str_at(t, "cluster"), str_at(t, "preset"),
-                                         nodes.empty() ? "?" : nodes, str_at(t, "winner"))));
+  out.push_back(comment_text(
+      fmt::format("Tuned by hpclaunch tune on {} (cluster {}, preset {}, nodes {}); winner {}.",
+                  str_at(t, "date"), str_at(t, "cluster"), str_at(t, "preset"),
+                  nodes.empty() ? "?" : nodes, str_at(t, "winner"))));
   out.push_back("Score: " + comment_text(str_at(t, "metric")));
-  out.push_back(fmt::format("{:>4}  {:<5} {:>12}  {:<13} {:<8}  {}", "RANK", "CAND", "SCORE GB/s", "STATE", "JOB", "VARIABLES"));
+  out.push_back(fmt::format("{:>4}  {:<5} {:>12}  {:<13} {:<8}  {}", "RANK", "CAND", "SCORE GB/s",
+                            "STATE", "JOB", "VARIABLES"));
   if (!t.contains("candidates") || !t["candidates"].is_array()) return out;
   for (const auto& c : t["candidates"]) {
     if (!c.is_object()) continue;
     std::string vars;
     if (c.contains("vars") && c["vars"].is_object())
       for (const auto& [k, v] : c["vars"].items())
-        vars += (vars.empty() ? "" : " ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.is_null() ? "(unset)" : v.dump());
-    std::string score = c.contains("score_gbps") && c["score_gbps"].is_number() ? gbps(c["score_gbps"].get<double>()) : "-";
+        vars += (vars.empty() ? "" : " ") + k + "=" +
+                (v.is_string() ? v.get<std::string>()
+                 : v.is_null() ? "(unset)"
+                               : v.dump());
+    std::string score = c.contains("score_gbps") && c["score_gbps"].is_number()
+                            ? gbps(c["score_gbps"].get<double>())
+                            : "-";
     long rank = c.contains("rank") && c["rank"].is_number_integer() ? c["rank"].get<long>() : 0;
-    std::string line = fmt::format("{:>4}  {:<5} {:>12}  {:<13} {:<8}  {}", rank, str_at(c, "id"), score, str_at(c, "state"),
+    std::string line = fmt::format("{:>4}  {:<5} {:>12}  {:<13} {:<8}  {}", rank, str_at(c, "id"),
+                                   score, str_at(c, "state"),
                                    str_at(c, "job_id").empty() ? "-" : str_at(c, "job_id"), vars);
     if (!str_at(c, "message").empty()) line += " - " + str_at(c, "message");
     out.push_back(comment_text(line));
     if (c.contains("busbw") && c["busbw"].is_array() && !c["busbw"].empty()) {
       std::string table = "      busbw GB/s by size:";
       for (const auto& r : c["busbw"]) {
-        if (!r.is_object() || !r.contains("size") || !r["size"].is_number_integer() || !r.contains("busbw_gbps") || !r["busbw_gbps"].is_number()) continue;
-        table += " " + human_bytes(r["size"].get<long long>()) + "=" + gbps(r["busbw_gbps"].get<double>());
+        if (!r.is_object() || !r.contains("size") || !r["size"].is_number_integer() ||
+            !r.contains("busbw_gbps") || !r["busbw_gbps"].is_number())
+          continue;
+        table += " " + human_bytes(r["size"].get<long long>()) + "=" +
+                 gbps(r["busbw_gbps"].get<double>());
       }
       out.push_back(table);
     }
@@ -420,14 +459,24 @@ std::vector<std::string> describe_tuning(const json& t) {
 
 namespace {
 
-
 void validate(const TuneConfig& c) {
-  if (c.max_candidates < 1) throw UserError("--max-candidates", "must be at least 1", "pass how many benchmark jobs may run");
-  if (c.max_concurrent < 1) throw UserError("--max-concurrent", "must be at least 1", "pass --max-concurrent 1 to run the candidates one by one");
-  if (c.timeout_s < 1) throw UserError("--timeout", "must be at least 1 second", "pass the seconds one benchmark job may run, e.g. 600");
-  if (c.start_timeout_s < 1) throw UserError("--start-timeout", "must be at least 1 second", "pass how long a candidate may wait to start");
-  if (c.iters < 1) throw UserError("--iters", "must be at least 1", "pass the timed all-reduces per size, e.g. 20");
-  if (c.poll_interval_s <= 0) throw UserError("--poll", "must be positive", "pass the seconds between state checks, e.g. 1");
+  if (c.max_candidates < 1)
+    throw UserError("--max-candidates", "must be at least 1",
+                    "pass how many benchmark jobs may run");
+  if (c.max_concurrent < 1)
+    throw UserError("--max-concurrent", "must be at least 1",
+                    "pass --max-concurrent 1 to run the candidates one by one");
+  if (c.timeout_s < 1)
+    throw UserError("--timeout", "must be at least 1 second",
+                    "pass the seconds one benchmark job may run, e.g. 600");
+  if (c.start_timeout_s < 1)
+    throw UserError("--start-timeout", "must be at least 1 second",
+                    "pass how long a candidate may wait to start");
+  if (c.iters < 1)
+    throw UserError("--iters", "must be at least 1",
+                    "pass the timed all-reduces per size, e.g. 20");
+  if (c.poll_interval_s <= 0)
+    throw UserError("--poll", "must be positive", "pass the seconds between state checks, e.g. 1");
 }
 
 // Slurm time limit for a bound in seconds: whole minutes, rounded up.
@@ -465,12 +514,13 @@ std::vector<PoolJob> candidate_jobs(const TuneConfig& config, const Catalog& cat
                                     const std::string& grid_origin,
                                     const std::vector<TuneCandidate>& candidates,
                                     const std::vector<std::string>& command) {
-  std::vector<std::string> bench_args = {"--min", config.min_size, "--max", config.max_size,
-                                         "--iters", std::to_string(config.iters),
+  std::vector<std::string> bench_args = {"--min",          config.min_size,
+                                         "--max",          config.max_size,
+                                         "--iters",        std::to_string(config.iters),
                                          "--dist-timeout", std::to_string(config.timeout_s)};
   bench_args.insert(bench_args.end(), config.bench_args.begin(), config.bench_args.end());
-  fs::path tmpl = config.template_file.empty() ? catalog.default_template()
-                                               : fs::path(config.template_file);
+  fs::path tmpl =
+      config.template_file.empty() ? catalog.default_template() : fs::path(config.template_file);
   ScriptTemplate script_template = ScriptTemplate::from_file(tmpl);
   std::vector<PoolJob> jobs(candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i) {
@@ -478,8 +528,8 @@ std::vector<PoolJob> candidate_jobs(const TuneConfig& config, const Catalog& cat
     SpecRequest r = base;
     r.cluster = cluster;
     r.sets = {"job.name=tune-" + cluster + "-" + c.id, "trainer.command=bench-allreduce",
-              set_json("trainer.args", bench_args),
-              "shape.time=" + slurm_minutes(config.timeout_s), "job.signal_seconds=0"};
+              set_json("trainer.args", bench_args), "shape.time=" + slurm_minutes(config.timeout_s),
+              "job.signal_seconds=0"};
     r.sets.insert(r.sets.end(), config.sets.begin(), config.sets.end());
     for (const auto& [var, value] : c.vars) {
       std::string key =
@@ -506,8 +556,8 @@ std::vector<PoolJob> candidate_jobs(const TuneConfig& config, const Catalog& cat
 // The ranked table on stdout: one row per candidate, best first.
 void print_tune_table(const std::vector<TuneOutcome>& outcomes,
                       const std::vector<size_t>& ranking) {
-  std::cout << fmt::format("{:>4}  {:<5} {:>12}  {:<13} {:<8}  {}\n", "RANK", "CAND",
-                           "SCORE GB/s", "STATE", "JOB", "VARIABLES");
+  std::cout << fmt::format("{:>4}  {:<5} {:>12}  {:<13} {:<8}  {}\n", "RANK", "CAND", "SCORE GB/s",
+                           "STATE", "JOB", "VARIABLES");
   for (size_t r = 0; r < ranking.size(); ++r) {
     const auto& o = outcomes[ranking[r]];
     std::string why;
@@ -515,8 +565,8 @@ void print_tune_table(const std::vector<TuneOutcome>& outcomes,
       why = " - " + o.message + (o.log.empty() ? "" : " (log " + o.log + ")");
     std::cout << comment_text(fmt::format("{:>4}  {:<5} {:>12}  {:<13} {:<8}  {}{}", r + 1,
                                           o.candidate.id, o.score ? gbps(*o.score) : "-", o.state,
-                                          o.job_id.empty() ? "-" : o.job_id,
-                                          o.candidate.describe(), why))
+                                          o.job_id.empty() ? "-" : o.job_id, o.candidate.describe(),
+                                          why))
               << "\n";
   }
 }
@@ -529,13 +579,14 @@ void write_tuned_profile(const TuneConfig& config, const std::string& cluster,
                          const std::vector<std::string>& command) {
   const TuneOutcome& win = outcomes[ranking.front()];
   std::string date = utc_now_iso8601();
-  json profile = tuned_profile(cluster, config.preset, date, outcomes, ranking,
-                               comment_command_line(command));
+  json profile =
+      tuned_profile(cluster, config.preset, date, outcomes, ranking, comment_command_line(command));
   check_json(profile, cluster_file_schema(), target.string());
-  std::string text = "// Written by hpclaunch tune on " + date + ": the winning NCCL variables for " +
-                     cluster + " on " + config.preset +
-                     ",\n// each with its reason; \"tuning\" holds every measurement. Use it with\n" +
-                     "// --cluster " + name + "; see docs/tuning.md.\n" + profile.dump(2) + "\n";
+  std::string text =
+      "// Written by hpclaunch tune on " + date + ": the winning NCCL variables for " + cluster +
+      " on " + config.preset +
+      ",\n// each with its reason; \"tuning\" holds every measurement. Use it with\n" +
+      "// --cluster " + name + "; see docs/tuning.md.\n" + profile.dump(2) + "\n";
   std::error_code ec;
   fs::create_directories(target.parent_path(), ec);
   if (ec) {
@@ -544,8 +595,8 @@ void write_tuned_profile(const TuneConfig& config, const std::string& cluster,
   }
   write_file_atomically(target, text);
   std::cerr << "hpclaunch: wrote " << target.string() << " (winner " << win.candidate.id << ": "
-            << comment_text(win.candidate.describe())
-            << fmt::format(", {} GB/s)", gbps(*win.score)) << "\n";
+            << comment_text(win.candidate.describe()) << fmt::format(", {} GB/s)", gbps(*win.score))
+            << "\n";
 
   // What it changes, as `hpclaunch clusters diff` shows it; and which file the name finds.
   Catalog after = Catalog::from_environment();
@@ -565,8 +616,8 @@ void write_tuned_profile(const TuneConfig& config, const std::string& cluster,
 
 }  // namespace
 
-int run_tune(const TuneConfig& config, const BackendChoice& choice, const std::vector<std::string>& command,
-             Backend* given_backend) {
+int run_tune(const TuneConfig& config, const BackendChoice& choice,
+             const std::vector<std::string>& command, Backend* given_backend) {
   validate(config);
   Catalog catalog = Catalog::from_environment();
 
@@ -579,14 +630,15 @@ int run_tune(const TuneConfig& config, const BackendChoice& choice, const std::v
   const std::string backend_kind = given_backend ? given_backend->kind() : choice.kind;
   check_backend_fits(backend_kind, base_spec, "--preset");
 
-  TuneGrid grid = config.grid_file.empty() ? default_tune_grid(base_spec.profile) : read_tune_grid(config.grid_file);
+  TuneGrid grid = config.grid_file.empty() ? default_tune_grid(base_spec.profile)
+                                           : read_tune_grid(config.grid_file);
   std::vector<TuneCandidate> candidates = expand_tune_grid(grid, config.max_candidates);
 
   // Where the result goes, and every candidate's script: checked before any job is submitted.
   const std::string name = config.name.empty() ? cluster + "-tuned" : config.name;
   const fs::path target = tuned_profile_target(config, cluster, name);
-  std::vector<PoolJob> jobs = candidate_jobs(config, catalog, base, cluster, grid.origin,
-                                             candidates, command);
+  std::vector<PoolJob> jobs =
+      candidate_jobs(config, catalog, base, cluster, grid.origin, candidates, command);
 
   std::unique_ptr<Backend> made;
   if (!given_backend) made = make_backend(choice);
@@ -594,11 +646,13 @@ int run_tune(const TuneConfig& config, const BackendChoice& choice, const std::v
 
   std::vector<TuneOutcome> outcomes(candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i) outcomes[i].candidate = candidates[i];
-  std::cerr << fmt::format("hpclaunch: tune {} on {} ({} ranks): {} candidate{} from {}, via {}; at most {} at once, "
-                           "{} s each once running\n",
-                           cluster, config.preset, base_spec.world_size(), candidates.size(),
-                           candidates.size() == 1 ? "" : "s", grid.origin == "default grid" ? "the default grid" : grid.origin, backend->kind(), config.max_concurrent,
-                           config.timeout_s);
+  std::cerr << fmt::format(
+      "hpclaunch: tune {} on {} ({} ranks): {} candidate{} from {}, via {}; at most {} at once, "
+      "{} s each once running\n",
+      cluster, config.preset, base_spec.world_size(), candidates.size(),
+      candidates.size() == 1 ? "" : "s",
+      grid.origin == "default grid" ? "the default grid" : grid.origin, backend->kind(),
+      config.max_concurrent, config.timeout_s);
 
   auto sync = [&](size_t i) {
     TuneOutcome& o = outcomes[i];
@@ -610,8 +664,11 @@ int run_tune(const TuneConfig& config, const BackendChoice& choice, const std::v
     o.nodes = j.nodes;
     if (!j.message.empty() || !o.bench) o.message = j.message;
     if (o.state == "TIMEOUT") {
-      o.message = fmt::format("ended at its time limit ({}, --timeout {} s in whole minutes): hung, or --max too large? "
-                              "see the log", j.spec.shape.time, config.timeout_s);
+      o.message = fmt::format(
+          "ended at its time limit ({}, --timeout {} s in whole minutes): hung, or --max too "
+          "large? "
+          "see the log",
+          j.spec.shape.time, config.timeout_s);
     }
   };
   std::map<std::string, std::string> last_line;
@@ -665,10 +722,10 @@ int run_tune(const TuneConfig& config, const BackendChoice& choice, const std::v
       try {
         backend->cancel(j.job_id);
         ++cancelled;
-      } catch (const BackendError&) {
-      }
+      } catch (const BackendError&) {}
     }
-    std::cerr << "hpclaunch: tune interrupted; cancelled " << cancelled << " job(s); nothing written\n";
+    std::cerr << "hpclaunch: tune interrupted; cancelled " << cancelled
+              << " job(s); nothing written\n";
     return 130;
   }
 

@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "spec/catalog.h"
 #include "follow/jobs.h"
+#include "spec/catalog.h"
 #include "spec/spec.h"
 
 namespace hpc {
@@ -97,13 +97,13 @@ nlohmann::json tuned_profile(const std::string& cluster, const std::string& pres
 
 struct TuneConfig {
   std::string cluster, preset = "2n4g";
-  std::string grid_file;           // "" = default_tune_grid
-  std::string name;                // tuned profile's name; "" = <cluster>-tuned
-  bool force = false;              // overwrite an existing tuned profile
+  std::string grid_file;  // "" = default_tune_grid
+  std::string name;       // tuned profile's name; "" = <cluster>-tuned
+  bool force = false;     // overwrite an existing tuned profile
   int max_candidates = 32;
   int max_concurrent = 1;
-  long timeout_s = 600;            // per candidate, once running (also its Slurm time limit)
-  long hang_grace_s = 60;          // still running this long after timeout_s: cancelled, HUNG
+  long timeout_s = 600;    // per candidate, once running (also its Slurm time limit)
+  long hang_grace_s = 60;  // still running this long after timeout_s: cancelled, HUNG
   long start_timeout_s = 600;
   double poll_interval_s = 1.0;
   std::string min_size = "1M", max_size = "1G";

@@ -10,10 +10,10 @@
 #include <fstream>
 #include <map>
 
+#include "campaigns/tune.h"
 #include "error.h"
 #include "json_file.h"
 #include "spec/schema.h"
-#include "campaigns/tune.h"
 #include "support/scripted_backend.h"
 
 namespace fs = std::filesystem;
@@ -22,7 +22,9 @@ using nlohmann::json;
 
 namespace {
 
-TuneGrid grid_of(const std::string& text) { return parse_tune_grid(parse_json_text(text, "grid.json"), "grid.json"); }
+TuneGrid grid_of(const std::string& text) {
+  return parse_tune_grid(parse_json_text(text, "grid.json"), "grid.json");
+}
 
 std::string grid_error(const std::string& text, int max_candidates = 32) {
   try {
@@ -33,7 +35,9 @@ std::string grid_error(const std::string& text, int max_candidates = 32) {
   return "";
 }
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 std::vector<BusbwRow> rows_of(const std::vector<std::pair<long long, double>>& v) {
   std::vector<BusbwRow> rows;
@@ -70,7 +74,8 @@ TEST_CASE("a grid's variables give every combination, then its explicit candidat
       // comments are allowed
       "variables": {"NCCL_ALGO": ["Ring", "Tree"], "NCCL_P2P_DISABLE": [0, 1]},
       "candidates": [{"NCCL_ALGO": "CollnetDirect", "NCCL_IB_HCA": null}]
-    })"), 32);
+    })"),
+                            32);
   REQUIRE(c.size() == 5);
   CHECK(c[0].id == "c1");
   CHECK(c[0].describe() == "NCCL_ALGO=Ring NCCL_P2P_DISABLE=0");
@@ -80,24 +85,34 @@ TEST_CASE("a grid's variables give every combination, then its explicit candidat
   CHECK(c[4].describe() == "NCCL_ALGO=CollnetDirect NCCL_IB_HCA=(unset)");
   CHECK_FALSE(c[4].vars[1].second.has_value());
   // Two candidates, as in the integration test.
-  CHECK(expand_tune_grid(grid_of(R"({"variables": {"NCCL_ALGO": ["Ring", "Tree"]}})"), 32).size() == 2);
+  CHECK(expand_tune_grid(grid_of(R"({"variables": {"NCCL_ALGO": ["Ring", "Tree"]}})"), 32).size() ==
+        2);
 }
 
 TEST_CASE("bad grids: one line naming the file and key, and what to do", "[tune]") {
   CHECK(has(grid_error("{}"), "grid.json: the grid has no candidates"));
   CHECK(has(grid_error(R"({"variables": {}})"), "the grid has no candidates"));
   CHECK(has(grid_error(R"({"candidates": []})"), "the grid has no candidates"));
-  CHECK(has(grid_error(R"({"variables": {"NCCL_ALGO": []}})"), "grid.json: variables.NCCL_ALGO: an empty list of values"));
-  CHECK(has(grid_error(R"({"variables": {"NCCL_ALGO": {"Ring": 1}}})"), "variables.NCCL_ALGO: expected a list of values, got an object"));
+  CHECK(has(grid_error(R"({"variables": {"NCCL_ALGO": []}})"),
+            "grid.json: variables.NCCL_ALGO: an empty list of values"));
+  CHECK(has(grid_error(R"({"variables": {"NCCL_ALGO": {"Ring": 1}}})"),
+            "variables.NCCL_ALGO: expected a list of values, got an object"));
   CHECK(has(grid_error(R"({"variables": {"NCCL_ALGO": "Ring"}})"), "expected a list of values"));
-  CHECK(has(grid_error(R"({"variables": {"NCCL_ALGO": ["Ring", true]}})"), "variables.NCCL_ALGO[1]: expected a string, an integer or null"));
-  CHECK(has(grid_error(R"({"variables": {"NCCL_ALGO": ["Ring", "Ring"]}})"), "Ring is listed twice"));
-  CHECK(has(grid_error(R"({"variables": {"1NCCL": ["a"]}})"), "is not an environment variable name"));
-  CHECK(has(grid_error(R"({"variables": {"MASTER_PORT": ["1"]}})"), "MASTER_PORT is computed by the batch script"));
-  CHECK(has(grid_error(R"({"varaibles": {}})"), "grid.json: varaibles: unknown key; did you mean \"variables\"?"));
-  CHECK(has(grid_error(R"({"candidates": {"NCCL_ALGO": "Ring"}})"), "candidates: expected a list of objects"));
+  CHECK(has(grid_error(R"({"variables": {"NCCL_ALGO": ["Ring", true]}})"),
+            "variables.NCCL_ALGO[1]: expected a string, an integer or null"));
+  CHECK(
+      has(grid_error(R"({"variables": {"NCCL_ALGO": ["Ring", "Ring"]}})"), "Ring is listed twice"));
+  CHECK(
+      has(grid_error(R"({"variables": {"1NCCL": ["a"]}})"), "is not an environment variable name"));
+  CHECK(has(grid_error(R"({"variables": {"MASTER_PORT": ["1"]}})"),
+            "MASTER_PORT is computed by the batch script"));
+  CHECK(has(grid_error(R"({"varaibles": {}})"),
+            "grid.json: varaibles: unknown key; did you mean \"variables\"?"));
+  CHECK(has(grid_error(R"({"candidates": {"NCCL_ALGO": "Ring"}})"),
+            "candidates: expected a list of objects"));
   CHECK(has(grid_error(R"({"candidates": [{}]})"), "candidates[0]: an empty candidate"));
-  CHECK(has(grid_error(R"({"candidates": ["NCCL_ALGO=Ring"]})"), "candidates[0]: expected an object"));
+  CHECK(has(grid_error(R"({"candidates": ["NCCL_ALGO=Ring"]})"),
+            "candidates[0]: expected an object"));
   CHECK(has(grid_error("[1, 2]"), "expected a JSON object"));
   // Bad JSON: line and column.
   std::string e;
@@ -114,7 +129,8 @@ TEST_CASE("bad grids: one line naming the file and key, and what to do", "[tune]
   for (const auto& msg : {big, grid_error("{}")}) CHECK(msg.find('\n') == std::string::npos);
 }
 
-TEST_CASE("the default grid: ALGO x PROTO x P2P, the profile's HCA and interface or unset", "[tune]") {
+TEST_CASE("the default grid: ALGO x PROTO x P2P, the profile's HCA and interface or unset",
+          "[tune]") {
   ClusterProfile plain;
   auto c = expand_tune_grid(default_tune_grid(plain), 32);
   REQUIRE(c.size() == 8);
@@ -124,12 +140,17 @@ TEST_CASE("the default grid: ALGO x PROTO x P2P, the profile's HCA and interface
   ib.nccl = {{"NCCL_IB_HCA", "mlx5", "the IB card"}, {"NCCL_SOCKET_IFNAME", "ib0", "IPoIB"}};
   auto d = expand_tune_grid(default_tune_grid(ib), 32);
   REQUIRE(d.size() == 32);
-  CHECK(d[0].describe() == "NCCL_ALGO=Ring NCCL_PROTO=Simple NCCL_P2P_DISABLE=0 NCCL_IB_HCA=mlx5 NCCL_SOCKET_IFNAME=ib0");
-  CHECK(d[3].describe() == "NCCL_ALGO=Ring NCCL_PROTO=Simple NCCL_P2P_DISABLE=0 NCCL_IB_HCA=(unset) NCCL_SOCKET_IFNAME=(unset)");
+  CHECK(d[0].describe() ==
+        "NCCL_ALGO=Ring NCCL_PROTO=Simple NCCL_P2P_DISABLE=0 NCCL_IB_HCA=mlx5 "
+        "NCCL_SOCKET_IFNAME=ib0");
+  CHECK(d[3].describe() ==
+        "NCCL_ALGO=Ring NCCL_PROTO=Simple NCCL_P2P_DISABLE=0 NCCL_IB_HCA=(unset) "
+        "NCCL_SOCKET_IFNAME=(unset)");
   CHECK_THROWS_AS(expand_tune_grid(default_tune_grid(ib), 31), UserError);
 }
 
-TEST_CASE("the score is the mean busbw over sizes >= 64 MiB, else over the largest quarter", "[tune]") {
+TEST_CASE("the score is the mean busbw over sizes >= 64 MiB, else over the largest quarter",
+          "[tune]") {
   auto big = rows_of({{1 << 20, 1.0}, {32LL << 20, 5.0}, {64LL << 20, 10.0}, {128LL << 20, 20.0}});
   CHECK(*tune_score(big) == Approx(15.0));
   CHECK(has(tune_score_metric(big), "sizes >= 64 MiB: 64MiB..128MiB (2 sizes)"));
@@ -151,12 +172,17 @@ TEST_CASE("ranking: measured candidates by score, then the rest in order", "[tun
   CHECK(r == std::vector<size_t>{2, 0, 4, 1, 3});
 }
 
-TEST_CASE("the tuned profile extends the cluster, gives each winning variable its reason, records every row", "[tune]") {
+TEST_CASE(
+    "the tuned profile extends the cluster, gives each winning variable its reason, records every "
+    "row",
+    "[tune]") {
   std::vector<TuneOutcome> o = {
       outcome("c1", {{"NCCL_ALGO", "Ring"}, {"NCCL_PROTO", "Simple"}}, 10.0),
       outcome("c2", {{"NCCL_ALGO", "Tree"}, {"NCCL_PROTO", "Simple"}}, 12.5),
       outcome("c3", {{"NCCL_ALGO", "Tree"}, {"NCCL_PROTO", "LL128"}}, std::nullopt, "HUNG"),
-      outcome("c4", {{"NCCL_ALGO", "Tree"}, {"NCCL_PROTO", "Simple"}, {"NCCL_IB_HCA", std::nullopt}}, 1.0)};
+      outcome("c4",
+              {{"NCCL_ALGO", "Tree"}, {"NCCL_PROTO", "Simple"}, {"NCCL_IB_HCA", std::nullopt}},
+              1.0)};
   o[2].message = "still running after 700 s";
   auto ranking = rank_tune_outcomes(o);
   json p = tuned_profile("jsc", "2n4g", "2026-11-22T08:00:00Z", o, ranking, "hpclaunch tune");
@@ -192,10 +218,16 @@ namespace {
 // Jobs do what their name says: c1 and c2 complete with a bench table (c2 faster), c3 runs
 // forever (a hang), c4 fails.
 test::ScriptedJob bench_job(double busbw) {
-  json j = {{"world_size", 4}, {"backend", "gloo"},
+  json j = {{"world_size", 4},
+            {"backend", "gloo"},
             {"hostnames", {"node01", "node01", "node02", "node02"}},
-            {"rows", {{{"size", 1 << 20}, {"count", 1 << 18}, {"time_us", 100.0},
-                       {"algbw_gbps", busbw}, {"busbw_gbps", busbw * 1.5}, {"wrong", 0}}}}};
+            {"rows",
+             {{{"size", 1 << 20},
+               {"count", 1 << 18},
+               {"time_us", 100.0},
+               {"algbw_gbps", busbw},
+               {"busbw_gbps", busbw * 1.5},
+               {"wrong", 0}}}}};
   return {{{"COMPLETED"}}, {{"allreduce.json", j.dump()}}};
 }
 
@@ -221,18 +253,24 @@ struct TempConfigHome {
     ::setenv("XDG_CONFIG_HOME", (dir / "config").c_str(), 1);
   }
   ~TempConfigHome() {
-    if (had) ::setenv("XDG_CONFIG_HOME", old.c_str(), 1);
-    else ::unsetenv("XDG_CONFIG_HOME");
+    if (had)
+      ::setenv("XDG_CONFIG_HOME", old.c_str(), 1);
+    else
+      ::unsetenv("XDG_CONFIG_HOME");
     fs::remove_all(dir);
   }
 };
 }  // namespace
 
-TEST_CASE("a tune submits one bench job per candidate, reports the hung and failed ones, writes the winner", "[tune]") {
+TEST_CASE(
+    "a tune submits one bench job per candidate, reports the hung and failed ones, writes the "
+    "winner",
+    "[tune]") {
   TempConfigHome home;
   fs::path grid = home.dir / "grid.json";
   std::ofstream(grid) << R"({"candidates": [{"NCCL_ALGO": "Ring"}, {"NCCL_ALGO": "Tree"},
-                            {"NCCL_ALGO": "Tree", "NCCL_PROTO": "LL"}, {"NCCL_ALGO": "CollnetDirect"}]})";
+                            {"NCCL_ALGO": "Tree", "NCCL_PROTO": "LL"},
+                            {"NCCL_ALGO": "CollnetDirect"}]})";
   TuneConfig c;
   c.cluster = "generic";
   c.preset = "2n2g";
@@ -262,7 +300,8 @@ TEST_CASE("a tune submits one bench job per candidate, reports the hung and fail
   json p = read_json_file(written);
   CHECK(p["extends"] == "generic");
   CHECK(p["nccl"]["NCCL_ALGO"]["value"] == "Tree");
-  CHECK(has(p["nccl"]["NCCL_ALGO"]["reason"], "busbw 4.500 GB/s vs 3.000 with NCCL_ALGO=Ring (c1)"));
+  CHECK(
+      has(p["nccl"]["NCCL_ALGO"]["reason"], "busbw 4.500 GB/s vs 3.000 with NCCL_ALGO=Ring (c1)"));
   const json& cands = p["tuning"]["candidates"];
   REQUIRE(cands.size() == 4);
   std::map<std::string, json> by_id;
@@ -284,11 +323,13 @@ TEST_CASE("a tune submits one bench job per candidate, reports the hung and fail
   REQUIRE(s.profile.nccl.size() == 1);
   CHECK(s.profile.nccl[0].value == "Tree");
   test::ScriptedBackend again = bench_backend();
-  CHECK_THROWS_WITH(run_tune(c, choice, {"hpclaunch", "tune"}, &again), Catch::Contains("pass --force"));
+  CHECK_THROWS_WITH(run_tune(c, choice, {"hpclaunch", "tune"}, &again),
+                    Catch::Contains("pass --force"));
   CHECK(again.submitted.empty());
 }
 
-TEST_CASE("a tune refuses bad input before submitting: multi-node on the local backend, bad values", "[tune]") {
+TEST_CASE("a tune refuses bad input before submitting: multi-node on the local backend, bad values",
+          "[tune]") {
   TempConfigHome home;
   TuneConfig c;
   c.cluster = "generic";
@@ -297,7 +338,8 @@ TEST_CASE("a tune refuses bad input before submitting: multi-node on the local b
   BackendChoice choice;
   choice.kind = "local";
   choice.runs_dir = (home.dir / "runs").string();
-  CHECK_THROWS_WITH(run_tune(c, choice, {"hpclaunch", "tune"}), Catch::Contains("the local backend runs one node"));
+  CHECK_THROWS_WITH(run_tune(c, choice, {"hpclaunch", "tune"}),
+                    Catch::Contains("the local backend runs one node"));
   // A grid value the profile rejects names the candidate.
   fs::path grid = home.dir / "grid.json";
   std::ofstream(grid) << R"({"variables": {"NCCL_P2P_DISABLE": [0, 2]}})";
@@ -305,9 +347,11 @@ TEST_CASE("a tune refuses bad input before submitting: multi-node on the local b
   choice.kind = "slurm";
   test::ScriptedBackend backend = bench_backend();
   CHECK_THROWS_WITH(run_tune(c, choice, {"hpclaunch", "tune"}, &backend),
-                    Catch::Contains("candidate c2 (NCCL_P2P_DISABLE=2)") && Catch::Contains("is not 0, 1 or auto"));
+                    Catch::Contains("candidate c2 (NCCL_P2P_DISABLE=2)") &&
+                        Catch::Contains("is not 0, 1 or auto"));
   CHECK(backend.submitted.empty());
   c.grid_file = (home.dir / "missing.json").string();
-  CHECK_THROWS_WITH(run_tune(c, choice, {"hpclaunch", "tune"}, &backend), Catch::Contains("no such grid file"));
+  CHECK_THROWS_WITH(run_tune(c, choice, {"hpclaunch", "tune"}, &backend),
+                    Catch::Contains("no such grid file"));
   CHECK_FALSE(fs::exists(home.dir / "config/hpclaunch/clusters"));
 }

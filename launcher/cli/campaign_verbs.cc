@@ -37,8 +37,7 @@ struct SweepFlags {
     if (template_file->count()) c.template_file = given.template_file;
     if (poll->count()) c.poll_interval_s = given.poll_interval_s;
     if (in.trainer_args) {
-      c.trainer_args.insert(c.trainer_args.end(), in.trainer_args->begin(),
-                            in.trainer_args->end());
+      c.trainer_args.insert(c.trainer_args.end(), in.trainer_args->begin(), in.trainer_args->end());
     }
     return c;
   }
@@ -50,8 +49,8 @@ VerbHandler define_sweep(CLI::App* verb) {
   auto f = std::make_shared<SweepFlags>();
   SweepConfig& g = f->given;
   verb->add_option("--file,-f", f->file, "sweep file (JSON with comments; examples/sweeps/)");
-  f->presets_opt = verb->add_option("--presets", f->presets,
-                                    "shape presets, comma-separated: 1n1g,1n2g,2n2g");
+  f->presets_opt =
+      verb->add_option("--presets", f->presets, "shape presets, comma-separated: 1n1g,1n2g,2n2g");
   f->strategies_opt = verb->add_option("--strategy,--strategies,-s", f->strategies,
                                        "strategies, comma-separated: ddp,fsdp");
   f->scaling = verb->add_option("--scaling", g.scaling,
@@ -62,9 +61,9 @@ VerbHandler define_sweep(CLI::App* verb) {
                                        "points in flight at once (default 1)");
   f->warmup_steps = verb->add_option("--warmup-steps", g.warmup_steps,
                                      "steps dropped before averaging (default max(3, 20%))");
-  f->start_timeout = verb->add_option(
-      "--start-timeout", g.start_timeout_s,
-      "seconds a point may wait to start before it is cancelled (default 600)");
+  f->start_timeout =
+      verb->add_option("--start-timeout", g.start_timeout_s,
+                       "seconds a point may wait to start before it is cancelled (default 600)");
   f->out_dir = verb->add_option(
       "--out,-o", g.out_dir,
       "sweep directory (default sweeps/PRESETS-STRATEGIES-SCALING); re-running resumes it");
@@ -74,8 +73,8 @@ VerbHandler define_sweep(CLI::App* verb) {
   verb->add_flag("--no-project", g.no_project, "ignore ./hpclaunch.json");
   f->template_file = verb->add_option("--template", g.template_file,
                                       "mustache template (default: the built-in one)");
-  f->poll = verb->add_option("--poll", g.poll_interval_s,
-                             "seconds between state checks (default 1)");
+  f->poll =
+      verb->add_option("--poll", g.poll_interval_s, "seconds between state checks (default 1)");
   f->backend.add_to(verb, true);
   verb->footer(
       "Example: hpclaunch sweep --presets 1n1g,1n2g --strategy ddp --local --steps 20 -- "
@@ -94,8 +93,7 @@ VerbHandler define_tune(CLI::App* verb) {
   auto f = std::make_shared<Flags>();
   TuneConfig& c = f->config;
   verb->add_option("--cluster,-c", c.cluster, "cluster profile to tune (default: the spec's)");
-  verb->add_option("--preset,-p", c.preset,
-                   "shape preset the benchmark runs on (default 2n4g)");
+  verb->add_option("--preset,-p", c.preset, "shape preset the benchmark runs on (default 2n4g)");
   verb->add_option("--grid,-g", c.grid_file,
                    "grid file (JSON with comments; docs/tuning.md); default: ALGO x PROTO x P2P");
   verb->add_option("--name", c.name, "the tuned profile's name (default CLUSTER-tuned)");
@@ -112,12 +110,10 @@ VerbHandler define_tune(CLI::App* verb) {
   verb->add_option("--min", c.min_size, "smallest all-reduce size (default 1M)");
   verb->add_option("--max", c.max_size, "largest all-reduce size (default 1G)");
   verb->add_option("--iters", c.iters, "timed all-reduces per size (default 20)");
-  verb->add_option("--set", c.sets, "override a key for every candidate (repeatable)")
-      ->take_all();
+  verb->add_option("--set", c.sets, "override a key for every candidate (repeatable)")->take_all();
   verb->add_option("--project", c.project, "project file (default: ./hpclaunch.json if present)");
   verb->add_flag("--no-project", c.no_project, "ignore ./hpclaunch.json");
-  verb->add_option("--template", c.template_file,
-                   "mustache template (default: the built-in one)");
+  verb->add_option("--template", c.template_file, "mustache template (default: the built-in one)");
   verb->add_option("--poll", c.poll_interval_s, "seconds between state checks (default 1)");
   f->backend.add_to(verb, true);
   verb->footer(

@@ -1,6 +1,6 @@
 // presets list/show, clusters list/show/diff.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "campaigns/clusters_diff.h"
@@ -56,7 +56,8 @@ int list_presets(const Catalog& catalog, bool as_json) {
                              p["cpus_per_gpu"].get<int>(), p["time"].get<std::string>(),
                              comment_text(p["description"].get<std::string>()));
   }
-  std::cout << "Strategies: ddp, fsdp, zero1, zero2 (--strategy). Details: hpclaunch presets show NAME\n";
+  std::cout
+      << "Strategies: ddp, fsdp, zero1, zero2 (--strategy). Details: hpclaunch presets show NAME\n";
   return 0;
 }
 
@@ -76,13 +77,12 @@ int list_clusters(const Catalog& catalog, bool as_json) {
     std::cout << all.dump(2) << "\n";
     return 0;
   }
-  std::cout << fmt::format("{:<14} {:<14} {:>8} {:>9}  {}\n", "CLUSTER", "GPU REQUEST",
-                           "MAX GPUS", "IB SUFFIX", "DESCRIPTION");
+  std::cout << fmt::format("{:<14} {:<14} {:>8} {:>9}  {}\n", "CLUSTER", "GPU REQUEST", "MAX GPUS",
+                           "IB SUFFIX", "DESCRIPTION");
   for (const auto& c : all) {
     std::string req = c["gpu_request"].get<std::string>();
     std::cout << fmt::format("{:<14} {:<14} {:>8} {:>9}  {}\n", c["name"].get<std::string>(),
-                             req.empty() ? "gpus-per-node" : req,
-                             c["max_gpus_per_node"].get<int>(),
+                             req.empty() ? "gpus-per-node" : req, c["max_gpus_per_node"].get<int>(),
                              comment_text(c["ib_suffix"].get<std::string>()),
                              comment_text(c["description"].get<std::string>()));
   }
@@ -138,8 +138,8 @@ VerbHandler define_clusters(CLI::App* verb) {
   f->show = verb->add_subcommand("show", "show one cluster profile, resolved");
   f->show->add_option("NAME", f->name, "cluster name")->required();
   for (auto* c : {verb, list, f->show}) c->add_flag("--json", f->as_json, "JSON output");
-  f->diff = verb->add_subcommand("diff",
-                                 "resolved values that differ between two cluster profiles");
+  f->diff =
+      verb->add_subcommand("diff", "resolved values that differ between two cluster profiles");
   f->diff->add_option("A", f->diff_a, "cluster profile")->required();
   f->diff->add_option("B", f->diff_b, "cluster profile (e.g. A-tuned)")->required();
   return [f](const Invocation&) {

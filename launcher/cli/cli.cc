@@ -19,7 +19,8 @@ namespace {
 constexpr const char* kExamples = R"(Examples:
   hpclaunch presets list
   hpclaunch clusters show jsc
-  hpclaunch render --preset 2n4g --strategy fsdp --cluster jsc --set profile.account=myproj -o job.sbatch
+  hpclaunch render --preset 2n4g --strategy fsdp --cluster jsc --set profile.account=myproj \
+      -o job.sbatch
   hpclaunch render --preset 1n2g --strategy ddp -- --model tiny --max-steps 5
   hpclaunch validate --preset 2n4g --cluster daic
   hpclaunch run --preset 2n4g --strategy fsdp --cluster jsc --set profile.account=myproj

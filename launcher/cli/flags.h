@@ -28,7 +28,7 @@ struct SelectionFlags {
 // Flags that choose where jobs go (run, submit) or where to find them (status, logs, ...).
 struct BackendFlags {
   std::string backend, host, ssh_config, known_hosts, runs_dir = "runs",
-      remote_runs_dir = "~/hpclaunch-runs";
+                                                      remote_runs_dir = "~/hpclaunch-runs";
   bool local = false, accept_new_host_key = false;
 
   void add_to(CLI::App* app, bool submitting);

@@ -86,9 +86,8 @@ VerbHandler define_list(CLI::App* verb) {
   verb->add_flag("--json", f->as_json, "JSON output");
   verb->add_flag("--state", f->with_state, "ask the scheduler for each run's state");
   f->backend.add_to(verb, false);
-  return [f](const Invocation&) {
-    return list_jobs(f->backend.choice(), f->as_json, f->with_state);
-  };
+  return
+      [f](const Invocation&) { return list_jobs(f->backend.choice(), f->as_json, f->with_state); };
 }
 
 }  // namespace hpc

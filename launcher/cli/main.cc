@@ -1,8 +1,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/cli.h"
 #include "backends/local_backend.h"
+#include "cli/cli.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);

@@ -1,9 +1,9 @@
 // render and validate: the script, printed or written, and checked (bash -n, shellcheck).
 #include <unistd.h>
 
+#include <fmt/core.h>
 #include <CLI/CLI.hpp>
 #include <filesystem>
-#include <fmt/core.h>
 #include <iostream>
 #include <regex>
 
@@ -36,12 +36,14 @@ struct Blame {
   std::string fix;
 };
 
-Blame blame_for_line(const std::string& line_text, const Spec* spec, const std::string& template_origin) {
+Blame blame_for_line(const std::string& line_text, const Spec* spec,
+                     const std::string& template_origin) {
   if (spec) {
     for (const auto& setup : spec->profile.setup) {
       if (!setup.empty() && line_text == setup) {
         auto it = spec->sources.find("profile.setup");
-        std::string from = it == spec->sources.end() ? "profile.setup" : it->second + ": profile.setup";
+        std::string from =
+            it == spec->sources.end() ? "profile.setup" : it->second + ": profile.setup";
         return {from, "fix that setup line (it is copied into the script verbatim)"};
       }
     }
@@ -75,8 +77,9 @@ std::vector<std::string> check_script(const fs::path& script, const std::string&
       long number = std::stol(m[1]);
       std::string line_text = script_line(text, number);
       Blame b = blame_for_line(line_text, spec, template_origin);
-      throw UserError(b.where, tool + " at script line " + std::to_string(number) + " (" +
-                                   comment_text(line_text) + "): " + comment_text(m[2].str()),
+      throw UserError(b.where,
+                      tool + " at script line " + std::to_string(number) + " (" +
+                          comment_text(line_text) + "): " + comment_text(m[2].str()),
                       b.fix);
     }
     throw UserError(template_origin, tool + ": " + comment_text(first),
@@ -113,8 +116,7 @@ int run_render(const RenderFlags& f, const Invocation& in) {
                       "choose a path inside a directory");
     }
     if (!parent.empty() && !fs::is_directory(parent, ec)) {
-      throw UserError(path, "cannot write output: directory " + parent.string() +
-                                " does not exist",
+      throw UserError(path, "cannot write output: directory " + parent.string() + " does not exist",
                       "create it first");
     }
     if (fs::is_directory(path, ec)) {
@@ -134,8 +136,8 @@ int run_render(const RenderFlags& f, const Invocation& in) {
     std::cout << r.script;
   } else {
     std::cerr << "hpclaunch: wrote " << f.output << " (" << r.spec.preset << " on "
-              << r.spec.cluster << ", " << r.spec.world_size() << " ranks, "
-              << r.spec.strategy << ")\n";
+              << r.spec.cluster << ", " << r.spec.world_size() << " ranks, " << r.spec.strategy
+              << ")\n";
   }
   return 0;
 }
@@ -174,8 +176,10 @@ int run_validate(const ValidateFlags& f, const Invocation& in) {
   }
   unlink(tmpl);
   if (f.as_json) {
-    std::cout << json{{"spec", r.spec.resolved}, {"sources", r.spec.sources},
-                      {"files", r.spec.files}, {"hash", r.spec.hash()}}
+    std::cout << json{{"spec", r.spec.resolved},
+                      {"sources", r.spec.sources},
+                      {"files", r.spec.files},
+                      {"hash", r.spec.hash()}}
                      .dump(2)
               << "\n";
     return 0;
@@ -183,11 +187,10 @@ int run_validate(const ValidateFlags& f, const Invocation& in) {
   auto plural = [](int n, const char* word) {
     return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
   };
-  std::cout << fmt::format("ok: preset {} on cluster {}, strategy {}: {} x {} = {}\n",
-                           r.spec.preset, r.spec.cluster, r.spec.strategy,
-                           plural(r.spec.shape.nodes, "node"),
-                           plural(r.spec.shape.gpus_per_node, "GPU"),
-                           plural(r.spec.world_size(), "rank"));
+  std::cout << fmt::format(
+      "ok: preset {} on cluster {}, strategy {}: {} x {} = {}\n", r.spec.preset, r.spec.cluster,
+      r.spec.strategy, plural(r.spec.shape.nodes, "node"),
+      plural(r.spec.shape.gpus_per_node, "GPU"), plural(r.spec.world_size(), "rank"));
   std::cout << "spec sha256 " << r.spec.hash() << " from:";
   for (const auto& file : r.spec.files) std::cout << " " << file;
   std::cout << "\nscript: " << r.template_origin;
@@ -214,8 +217,7 @@ VerbHandler define_render(CLI::App* verb) {
 VerbHandler define_validate(CLI::App* verb) {
   auto f = std::make_shared<ValidateFlags>();
   f->selection.add_to(verb);
-  verb->add_option("--script", f->script_file,
-                   "check this script file instead of rendering one");
+  verb->add_option("--script", f->script_file, "check this script file instead of rendering one");
   verb->add_flag("--json", f->as_json, "print the resolved spec as JSON");
   return [f](const Invocation& in) { return run_validate(*f, in); };
 }

@@ -20,8 +20,7 @@ VerbHandler define_hostlist(CLI::App* verb) {
   };
   auto f = std::make_shared<Flags>();
   verb->require_subcommand(1);
-  f->expand =
-      verb->add_subcommand("expand", "one host per line, like scontrol show hostnames");
+  f->expand = verb->add_subcommand("expand", "one host per line, like scontrol show hostnames");
   f->expand->add_option("EXPR", f->expr, "host list, e.g. 'node[01-03,7]'")->required();
   f->expand->add_flag("--json", f->as_json, "JSON array");
   f->compress = verb->add_subcommand("compress", "hosts -> compact expression");

@@ -39,7 +39,8 @@ class InterruptGuard {
 void nap(std::chrono::milliseconds d) {
   auto until = std::chrono::steady_clock::now() + d;
   while (!g_interrupted && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(d, std::chrono::milliseconds(50)));
+    std::this_thread::sleep_for(
+        std::min<std::chrono::milliseconds>(d, std::chrono::milliseconds(50)));
 }
 
 // A log file read incrementally; complete lines are handed out, a partial one is kept.
@@ -121,7 +122,8 @@ std::string Follower::status_text() const {
   if (progress_.step >= 0) {
     s += " | step " + std::to_string(progress_.step);
     if (o_.max_steps > 0) s += "/" + std::to_string(o_.max_steps);
-    if (progress_.tokens_per_s > 0) s += fmt::format(" | {:.1f}k tok/s", progress_.tokens_per_s / 1000);
+    if (progress_.tokens_per_s > 0)
+      s += fmt::format(" | {:.1f}k tok/s", progress_.tokens_per_s / 1000);
   }
   if (!unreachable_.empty()) s += " | " + unreachable_;
   return s;
@@ -143,8 +145,10 @@ void Follower::draw_status() {
 void Follower::say(const std::string& line) {
   if (!o_.follow) return;  // `hpclaunch logs` without -f prints the log and nothing else
   clear_status();
-  if (o_.live_status) err_ << "hpclaunch: " << line << "\n";
-  else err_ << "[" << utc_now_iso8601() << "] hpclaunch: " << line << "\n";
+  if (o_.live_status)
+    err_ << "hpclaunch: " << line << "\n";
+  else
+    err_ << "[" << utc_now_iso8601() << "] hpclaunch: " << line << "\n";
   err_.flush();
 }
 
@@ -174,7 +178,8 @@ void Follower::poll_state() {
     // A requeue seen between two polls (Restarts= went up) or as it happens (REQUEUED): say
     // REQUEUED in words, whichever state Slurm shows now, and follow on under the same id.
     const bool first = last_state_.empty();
-    const bool requeued = !first && (status_.restarts > last_restarts_ || status_.state == "REQUEUED");
+    const bool requeued =
+        !first && (status_.restarts > last_restarts_ || status_.state == "REQUEUED");
     std::string line = "job " + id_ + " ";
     if (requeued) {
       line += "REQUEUED (" + restart_text() + ")";
@@ -292,7 +297,9 @@ int Follower::finish() {
   if (status_.elapsed_seconds >= 0) line += " after " + format_duration(status_.elapsed_seconds);
   if (!status_.detail.empty()) line += " " + status_.detail;
   if (code != 0 && status_.state == "FAILED" && status_.exit_code == 75)
-    line += "; the trainer stopped for a requeue (exit 75) that did not happen: see the log's last lines";
+    line +=
+        "; the trainer stopped for a requeue (exit 75) that did not happen: see the log's last "
+        "lines";
   else if (code != 0 && first_failure_)
     line += "; " + describe_task_failure(*first_failure_);
   if (!stdout_.path.empty() && code != 0 && stdout_.offset > 0) line += "; log: " + stdout_.path;
@@ -339,11 +346,14 @@ int Follower::run() {
       if (have_status_ && !status_.found) {
         // Without -f, a log we still have is the answer; otherwise say why there is none.
         if (!o_.follow && !o_.known_stdout_path.empty()) return 0;
-        std::string line = "job " + id_ + " is not known to the scheduler (" +
-                           (status_.detail.empty() ? "it may have ended long ago" : status_.detail) +
-                           "); no accounting (sacct) to ask";
-        if (o_.follow) say(line);
-        else err_ << "hpclaunch: " << line << "\n";
+        std::string line =
+            "job " + id_ + " is not known to the scheduler (" +
+            (status_.detail.empty() ? "it may have ended long ago" : status_.detail) +
+            "); no accounting (sacct) to ask";
+        if (o_.follow)
+          say(line);
+        else
+          err_ << "hpclaunch: " << line << "\n";
         return follow_exit::kLost;
       }
     }
@@ -406,7 +416,8 @@ std::optional<TaskFailure> parse_srun_task_failure(const std::string& line) {
 }
 
 std::string describe_task_failure(const TaskFailure& f) {
-  return (f.several ? "ranks " : "rank ") + f.ranks + " on " + f.node + " failed first (" + f.reason + ")";
+  return (f.several ? "ranks " : "rank ") + f.ranks + " on " + f.node + " failed first (" +
+         f.reason + ")";
 }
 
 int follow_job(Backend& backend, const std::string& job_id, const FollowOptions& options,

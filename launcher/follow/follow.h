@@ -20,12 +20,12 @@ namespace hpc {
 namespace follow_exit {
 inline constexpr int kCompleted = 0;
 inline constexpr int kTimeout = 124;
-inline constexpr int kNodeFail = 125;     // NODE_FAIL, BOOT_FAIL
-inline constexpr int kPreempted = 126;    // PREEMPTED, DEADLINE (not requeued)
+inline constexpr int kNodeFail = 125;   // NODE_FAIL, BOOT_FAIL
+inline constexpr int kPreempted = 126;  // PREEMPTED, DEADLINE (not requeued)
 inline constexpr int kOutOfMemory = 137;
 inline constexpr int kCancelled = 143;
-inline constexpr int kDetached = 130;     // Ctrl-C: the job goes on
-inline constexpr int kLost = 75;          // the job vanished and no accounting knows it
+inline constexpr int kDetached = 130;  // Ctrl-C: the job goes on
+inline constexpr int kLost = 75;       // the job vanished and no accounting knows it
 }  // namespace follow_exit
 
 int exit_status_for(const JobStatus& status);
@@ -34,7 +34,7 @@ int exit_status_for(const JobStatus& status);
 //   "srun: error: node02: task 3: Killed"  ->  {"3", "node02", "Killed", false}
 //   "srun: error: node01: tasks 0-1: Exited with exit code 1"  ->  {"0-1", "node01", ..., true}
 struct TaskFailure {
-  std::string ranks;   // srun's task ids are the global ranks (SLURM_PROCID)
+  std::string ranks;  // srun's task ids are the global ranks (SLURM_PROCID)
   std::string node;
   std::string reason;
   bool several = false;

@@ -15,7 +15,7 @@ namespace {
 // Each status() call reports the next step (the last one repeats); the job's log grows by the
 // text given with that step.
 hpc::test::ScriptedBackend scripted(const std::string& id,
-                                     std::vector<hpc::test::ScriptedStep> steps) {
+                                    std::vector<hpc::test::ScriptedStep> steps) {
   hpc::test::ScriptedBackend b;
   b.add_job(id, {std::move(steps), {}});
   return b;
@@ -38,13 +38,17 @@ TEST_CASE("srun's task failure lines name the rank that failed first", "[follow]
   CHECK(f->node == "node02");
   CHECK(f->reason == "Killed");
   CHECK(hpc::describe_task_failure(*f) == "rank 3 on node02 failed first (Killed)");
-  auto several = hpc::parse_srun_task_failure("srun: error: node01: tasks 0-1: Exited with exit code 1");
+  auto several =
+      hpc::parse_srun_task_failure("srun: error: node01: tasks 0-1: Exited with exit code 1");
   REQUIRE(several);
-  CHECK(hpc::describe_task_failure(*several) == "ranks 0-1 on node01 failed first (Exited with exit code 1)");
+  CHECK(hpc::describe_task_failure(*several) ==
+        "ranks 0-1 on node01 failed first (Exited with exit code 1)");
   // Not failures: a requeue stop, a labelled task line, srun's other errors.
-  CHECK_FALSE(hpc::parse_srun_task_failure("srun: error: node01: task 0: Exited with exit code 75"));
+  CHECK_FALSE(
+      hpc::parse_srun_task_failure("srun: error: node01: task 0: Exited with exit code 75"));
   CHECK_FALSE(hpc::parse_srun_task_failure("1: srun: error: node02: task 3: Killed"));
-  CHECK_FALSE(hpc::parse_srun_task_failure("srun: error: Timed out waiting for job step to complete"));
+  CHECK_FALSE(
+      hpc::parse_srun_task_failure("srun: error: Timed out waiting for job step to complete"));
 }
 
 TEST_CASE("status's requeue line: the count and the bound", "[follow][status]") {
@@ -68,7 +72,8 @@ TEST_CASE("follow: a killed rank is named in the FAILED line", "[follow]") {
   CHECK(err.str().find("rank 3 on node02 failed first (Killed)") != std::string::npos);
 }
 
-TEST_CASE("follow: through a requeue on the same job id, the log goes on, exit 0", "[follow][requeue]") {
+TEST_CASE("follow: through a requeue on the same job id, the log goes on, exit 0",
+          "[follow][requeue]") {
   auto b = scripted("8", {{"RUNNING", 0, "0: step 1\n"},
                           {"RUNNING", 0, "srun: error: node01: task 0: Exited with exit code 75\n"},
                           {"PENDING", 1, ""},
@@ -80,7 +85,8 @@ TEST_CASE("follow: through a requeue on the same job id, the log goes on, exit 0
   int code = hpc::follow_job(b, "8", o, out, err);
   INFO(err.str());
   CHECK(code == 0);
-  CHECK(err.str().find("job 8 REQUEUED (restart 1 of at most 3), now PENDING; following the same job 8") !=
+  CHECK(err.str().find(
+            "job 8 REQUEUED (restart 1 of at most 3), now PENDING; following the same job 8") !=
         std::string::npos);
   CHECK(out.str().find("0: step 1\n") != std::string::npos);
   CHECK(out.str().find("0: step 9\n") != std::string::npos);
@@ -109,7 +115,8 @@ TEST_CASE("follow: attaching to a job that was requeued before says its restart,
   std::ostringstream out, err;
   CHECK(hpc::follow_job(b, "12", o, out, err) == 0);
   INFO(err.str());
-  CHECK(err.str().find("job 12 RUNNING on node[01-02], restart 2 of at most 3") != std::string::npos);
+  CHECK(err.str().find("job 12 RUNNING on node[01-02], restart 2 of at most 3") !=
+        std::string::npos);
   CHECK(err.str().find("REQUEUED") == std::string::npos);
 }
 
@@ -122,10 +129,11 @@ TEST_CASE("follow: PREEMPTED for good ends with 126 after the settle time", "[fo
   CHECK(b.polls("10") > 2);  // it looked again before giving up
 }
 
-TEST_CASE("follow: a job that stopped for a requeue that did not happen says so", "[follow][requeue]") {
-  auto b = scripted("11",
-                    {{"RUNNING", 0, "srun: error: node01: task 0: Exited with exit code 75\n"},
-                     {"FAILED", 0, "", 75}});
+TEST_CASE("follow: a job that stopped for a requeue that did not happen says so",
+          "[follow][requeue]") {
+  auto b =
+      scripted("11", {{"RUNNING", 0, "srun: error: node01: task 0: Exited with exit code 75\n"},
+                      {"FAILED", 0, "", 75}});
   std::ostringstream out, err;
   int code = hpc::follow_job(b, "11", fast(), out, err);
   INFO(err.str());

@@ -8,14 +8,14 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
-#include "error.h"
-#include "follow/follow.h"
 #include "backends/host.h"
 #include "backends/local_backend.h"
 #include "backends/slurm_backend.h"
 #include "backends/ssh_host.h"
-#include "subprocess.h"
 #include "cli/version.h"
+#include "error.h"
+#include "follow/follow.h"
+#include "subprocess.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -70,10 +70,12 @@ std::unique_ptr<Backend> make_backend(const BackendChoice& choice) {
     }
     kind = "slurm";
   }
-  if (kind == "slurm") return std::make_unique<SlurmBackend>(std::make_unique<LocalHost>(), "slurm");
+  if (kind == "slurm")
+    return std::make_unique<SlurmBackend>(std::make_unique<LocalHost>(), "slurm");
   if (kind == "ssh") {
     if (choice.host.empty()) {
-      throw UserError("--backend ssh", "no login node given", "pass --host LOGIN (a host or an ~/.ssh/config alias)");
+      throw UserError("--backend ssh", "no login node given",
+                      "pass --host LOGIN (a host or an ~/.ssh/config alias)");
     }
     SshHostOptions o;
     o.host = choice.host;
@@ -127,9 +129,9 @@ RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& scri
   record.generator_command = shell_join(command);
   if (remote) {
     // A local copy of the record, so that status/logs/cancel find the job from here.
-    record.local_dir = (fs::path(absolute_runs_root(choice.runs_dir)) /
-                        fs::path(submitted.run_dir).filename())
-                           .string();
+    record.local_dir =
+        (fs::path(absolute_runs_root(choice.runs_dir)) / fs::path(submitted.run_dir).filename())
+            .string();
     LocalHost here;
     here.make_dirs(record.local_dir);
     here.write_file(record.local_dir + "/script.sbatch", script, 0755);
@@ -139,8 +141,7 @@ RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& scri
   }
   try {
     record.stdout_path = backend.status(record.job_id).stdout_path;  // for logs when Slurm forgot
-  } catch (const BackendError&) {
-  }
+  } catch (const BackendError&) {}
   write_run_record(record);
   return record;
 }
@@ -199,20 +200,28 @@ OpenedRun open_run(const std::string& job, const BackendChoice& choice) {
 
 std::string describe_requeues(int restarts, int max_requeues) {
   if (max_requeues < 0) return std::to_string(restarts);
-  return std::to_string(restarts) + " of at most " + std::to_string(max_requeues) + " (job.max_requeues)";
+  return std::to_string(restarts) + " of at most " + std::to_string(max_requeues) +
+         " (job.max_requeues)";
 }
 
 int show_status(const std::string& job, const BackendChoice& choice, bool as_json) {
   OpenedRun run = open_run(job, choice);
   JobStatus s = run.backend->status(run.record.job_id);
   if (as_json) {
-    std::cout << json{{"job_id", run.record.job_id}, {"state", s.state},   {"reason", s.reason},
-                      {"nodes", s.nodes},           {"elapsed_seconds", s.elapsed_seconds},
-                      {"exit_code", s.exit_code},   {"exit_signal", s.exit_signal},
-                      {"restarts", s.restarts},     {"max_requeues", run.record.max_requeues},
+    std::cout << json{{"job_id", run.record.job_id},
+                      {"state", s.state},
+                      {"reason", s.reason},
+                      {"nodes", s.nodes},
+                      {"elapsed_seconds", s.elapsed_seconds},
+                      {"exit_code", s.exit_code},
+                      {"exit_signal", s.exit_signal},
+                      {"restarts", s.restarts},
+                      {"max_requeues", run.record.max_requeues},
                       {"stdout", s.stdout_path},
-                      {"detail", s.detail},         {"found", s.found},
-                      {"run_dir", run.record.run_dir}, {"backend", run.backend->kind()}}
+                      {"detail", s.detail},
+                      {"found", s.found},
+                      {"run_dir", run.record.run_dir},
+                      {"backend", run.backend->kind()}}
                      .dump(2)
               << "\n";
     return 0;
@@ -222,11 +231,12 @@ int show_status(const std::string& job, const BackendChoice& choice, bool as_jso
               << (s.detail.empty() ? "" : " (" + s.detail + ")") << "\n";
     return follow_exit::kLost;
   }
-  std::cout << fmt::format("job      {}\nstate    {}{}\nnodes    {}\nelapsed  {}\nexit     {}\nrequeues {}\n",
-                           run.record.job_id, s.state, s.reason.empty() ? "" : " (" + s.reason + ")",
-                           s.nodes.empty() ? "-" : s.nodes, format_duration(s.elapsed_seconds),
-                           s.exit_code < 0 ? "-" : std::to_string(s.exit_code) + ":" + std::to_string(s.exit_signal),
-                           describe_requeues(s.restarts, run.record.max_requeues));
+  std::cout << fmt::format(
+      "job      {}\nstate    {}{}\nnodes    {}\nelapsed  {}\nexit     {}\nrequeues {}\n",
+      run.record.job_id, s.state, s.reason.empty() ? "" : " (" + s.reason + ")",
+      s.nodes.empty() ? "-" : s.nodes, format_duration(s.elapsed_seconds),
+      s.exit_code < 0 ? "-" : std::to_string(s.exit_code) + ":" + std::to_string(s.exit_signal),
+      describe_requeues(s.restarts, run.record.max_requeues));
   if (!s.detail.empty()) std::cout << "detail   " << s.detail << "\n";
   if (!s.stdout_path.empty()) std::cout << "log      " << s.stdout_path << "\n";
   if (!run.record.run_dir.empty()) std::cout << "run dir  " << run.record.run_dir << "\n";

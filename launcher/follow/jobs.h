@@ -7,18 +7,18 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "render/render.h"
 #include "follow/run_record.h"
+#include "render/render.h"
 #include "spec/spec.h"
 
 namespace hpc {
 
 // Which backend, and how to reach it.
 struct BackendChoice {
-  std::string kind;          // "slurm", "ssh", "local"; "" = slurm if sbatch is here, else error
-  std::string host;          // ssh: host or ~/.ssh/config alias
-  std::string ssh_config;    // ssh: config file (default ~/.ssh/config)
-  std::string known_hosts;   // ssh: known_hosts file (default ~/.ssh/known_hosts)
+  std::string kind;         // "slurm", "ssh", "local"; "" = slurm if sbatch is here, else error
+  std::string host;         // ssh: host or ~/.ssh/config alias
+  std::string ssh_config;   // ssh: config file (default ~/.ssh/config)
+  std::string known_hosts;  // ssh: known_hosts file (default ~/.ssh/known_hosts)
   bool accept_new_host_key = false;
   std::string runs_dir = "runs";  // run records on this machine (and the run dirs, but for ssh)
   std::string remote_runs_dir = "~/hpclaunch-runs";  // ssh: run directories on the login node

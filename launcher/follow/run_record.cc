@@ -38,7 +38,9 @@ json RunRecord::to_json() const {
 
 RunRecord RunRecord::from_json(const json& j) {
   RunRecord r;
-  auto s = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : ""; };
+  auto s = [&](const char* k) {
+    return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : "";
+  };
   r.job_id = s("job_id");
   r.name = s("name");
   r.backend = s("backend");
@@ -111,8 +113,6 @@ std::string utc_now_iso8601() {
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
-
-
 
 std::string run_dir_name(const std::string& job_name) {
   std::string out;

@@ -12,23 +12,23 @@ namespace hpc {
 
 struct RunRecord {
   std::string job_id;
-  std::string name;            // job name
-  std::string backend;         // slurm, ssh, local
-  std::string host;            // where it was submitted
-  std::string ssh_target;      // for ssh: the --host value to reconnect with
-  std::string ssh_config;      // for ssh: --ssh-config, if one was given
-  std::string known_hosts;     // for ssh: --known-hosts, if one was given
-  std::string run_dir;         // on the backend's host
-  std::string stdout_path;     // the job's log on the backend's host, as Slurm named it
-  std::string local_dir;       // this machine's copy of the record
+  std::string name;         // job name
+  std::string backend;      // slurm, ssh, local
+  std::string host;         // where it was submitted
+  std::string ssh_target;   // for ssh: the --host value to reconnect with
+  std::string ssh_config;   // for ssh: --ssh-config, if one was given
+  std::string known_hosts;  // for ssh: --known-hosts, if one was given
+  std::string run_dir;      // on the backend's host
+  std::string stdout_path;  // the job's log on the backend's host, as Slurm named it
+  std::string local_dir;    // this machine's copy of the record
   std::string submit_command;
-  std::string submitted_at;    // ISO 8601, UTC
+  std::string submitted_at;  // ISO 8601, UTC
   std::string hpclaunch_version;
   std::string spec_hash;
   std::string preset, cluster, strategy;
   int world_size = 0;
-  long max_steps = 0;          // from the trainer's --max-steps, 0 if unknown
-  int max_requeues = -1;       // job.max_requeues (0 without job.signal_seconds), -1 if unknown
+  long max_steps = 0;     // from the trainer's --max-steps, 0 if unknown
+  int max_requeues = -1;  // job.max_requeues (0 without job.signal_seconds), -1 if unknown
   std::string generator_command;
 
   nlohmann::json to_json() const;

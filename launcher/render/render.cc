@@ -79,9 +79,9 @@ std::string mark_standalone_closing_tags(const std::string& text) {
     std::string_view line(text.data() + start, end - start);
     size_t first = line.find_first_not_of(" \t");
     size_t last = line.find_last_not_of(" \t");
-    bool closing_only = first != std::string_view::npos && line.substr(first).rfind("{{/", 0) == 0 &&
-                        line.find("}}", first) + 1 == last &&
-                        line.find("{{", first + 2) == std::string_view::npos;
+    bool closing_only =
+        first != std::string_view::npos && line.substr(first).rfind("{{/", 0) == 0 &&
+        line.find("}}", first) + 1 == last && line.find("{{", first + 2) == std::string_view::npos;
     // Drop an indented closing tag's indentation too: the whole line goes.
     out.append(closing_only ? line.substr(first) : line);
     if (closing_only && nl != std::string::npos) out.append(kLineDropMarker);
@@ -109,21 +109,56 @@ std::string remove_dropped_lines(std::string text) {
 // Every name template_data() provides, at any depth. A template naming anything else gets an
 // error instead of silently rendering nothing (render_test checks the two agree).
 const std::vector<std::string>& known_template_names() {
-  static const std::vector<std::string> names = {
-      "version", "command", "preset", "cluster", "strategy", "spec_hash", "nodes",
-      "gpus_per_node", "world_size", "sbatch", "directive", "has_modules", "modules", "name",
-      "has_setup", "setup", "line", "nccl", "value", "has_reason", "reason", "text", "p2p_auto",
-      "p2p_reason", "env", "has_ib_suffix", "ib_suffix", "resolve_master_addr", "port_min",
-      "port_max", "port_span", "requeue", "signal_seconds", "max_requeues", "srun_wait",
-      "ntasks_per_node", "cpus_per_task", "trainer_program", "trainer_command", "trainer_is_train",
-      "trainer_args", "arg"};
+  static const std::vector<std::string> names = {"version",
+                                                 "command",
+                                                 "preset",
+                                                 "cluster",
+                                                 "strategy",
+                                                 "spec_hash",
+                                                 "nodes",
+                                                 "gpus_per_node",
+                                                 "world_size",
+                                                 "sbatch",
+                                                 "directive",
+                                                 "has_modules",
+                                                 "modules",
+                                                 "name",
+                                                 "has_setup",
+                                                 "setup",
+                                                 "line",
+                                                 "nccl",
+                                                 "value",
+                                                 "has_reason",
+                                                 "reason",
+                                                 "text",
+                                                 "p2p_auto",
+                                                 "p2p_reason",
+                                                 "env",
+                                                 "has_ib_suffix",
+                                                 "ib_suffix",
+                                                 "resolve_master_addr",
+                                                 "port_min",
+                                                 "port_max",
+                                                 "port_span",
+                                                 "requeue",
+                                                 "signal_seconds",
+                                                 "max_requeues",
+                                                 "srun_wait",
+                                                 "ntasks_per_node",
+                                                 "cpus_per_task",
+                                                 "trainer_program",
+                                                 "trainer_command",
+                                                 "trainer_is_train",
+                                                 "trainer_args",
+                                                 "arg"};
   return names;
 }
 
 void check_template_names(const std::string& text, const std::string& origin) {
   static const std::regex tag(R"(\{\{(\{?)\s*([#^/&]?)\s*([A-Za-z0-9_.]+)\s*\}?\}\})");
   const auto& known = known_template_names();
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), tag); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), tag); it != std::sregex_iterator();
+       ++it) {
     std::string name = (*it)[3].str();
     if (name == ".") continue;
     if (std::find(known.begin(), known.end(), name) == known.end()) {
@@ -232,8 +267,10 @@ std::vector<std::string> sbatch_directives(const Spec& spec) {
   }
   for (const auto& extra : p.sbatch_extra) {
     auto eq = extra.find('=');
-    if (eq == std::string::npos) out.push_back(extra);
-    else out.push_back(extra.substr(0, eq + 1) + sbatch_quote(extra.substr(eq + 1)));
+    if (eq == std::string::npos)
+      out.push_back(extra);
+    else
+      out.push_back(extra.substr(0, eq + 1) + sbatch_quote(extra.substr(eq + 1)));
   }
   return out;
 }
@@ -250,15 +287,16 @@ ScriptTemplate ScriptTemplate::from_text(std::string text, std::string origin) {
     std::string msg = probe.error_message();
     std::string where = origin;
     auto at = msg.rfind(" at ");
-    if (at != std::string::npos && msg.find_first_not_of("0123456789", at + 4) == std::string::npos &&
-        at + 4 < msg.size()) {
+    if (at != std::string::npos &&
+        msg.find_first_not_of("0123456789", at + 4) == std::string::npos && at + 4 < msg.size()) {
       size_t offset = std::stoul(msg.substr(at + 4));
       auto [line, column] = line_column_at(marked, offset);
       where += ":" + std::to_string(line) + ":" + std::to_string(column);
       msg = msg.substr(0, at);
     }
-    throw UserError(where, "template does not parse: " + msg,
-                    "fix the mustache syntax (compare with the built-in templates/sbatch.sh.mustache)");
+    throw UserError(
+        where, "template does not parse: " + msg,
+        "fix the mustache syntax (compare with the built-in templates/sbatch.sh.mustache)");
   }
   check_template_names(text, origin);
   ScriptTemplate t;

@@ -15,8 +15,8 @@
 namespace hpc {
 
 struct RenderContext {
-  std::string version;                  // hpclaunch version
-  std::vector<std::string> command;     // the generating command line, for the header
+  std::string version;               // hpclaunch version
+  std::vector<std::string> command;  // the generating command line, for the header
 };
 
 // The #SBATCH directives of a spec, without the "#SBATCH " prefix, in the script's order.

@@ -22,11 +22,14 @@ hpc::Spec resolve(const std::string& preset, const std::string& cluster,
 }
 
 std::string render(const hpc::Spec& spec) {
-  auto t = hpc::ScriptTemplate::from_file(fs::path(HPC_SOURCE_DIR) / "templates/sbatch.sh.mustache");
+  auto t =
+      hpc::ScriptTemplate::from_file(fs::path(HPC_SOURCE_DIR) / "templates/sbatch.sh.mustache");
   return t.render(spec, {"test", {"hpclaunch", "render"}});
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 }  // namespace
 
@@ -41,13 +44,21 @@ TEST_CASE("render: GPU request syntax follows the cluster profile", "[render]") 
 
 TEST_CASE("render: the script's parts come in the documented order", "[render]") {
   std::string s = render(resolve("2n4g", "jsc", {"profile.account=p"}));
-  std::vector<std::string> order = {"#!/bin/bash", "# Spec: sha256 ", "#SBATCH --job-name=",
-                                    "set -euo pipefail", "module load Stages/2024",
-                                    "export OMP_NUM_THREADS=", "export NCCL_IB_TIMEOUT=50",
-                                    "scontrol show hostnames", "hpc_ib_suffix=i", "getent ahostsv4",
+  std::vector<std::string> order = {"#!/bin/bash",
+                                    "# Spec: sha256 ",
+                                    "#SBATCH --job-name=",
+                                    "set -euo pipefail",
+                                    "module load Stages/2024",
+                                    "export OMP_NUM_THREADS=",
+                                    "export NCCL_IB_TIMEOUT=50",
+                                    "scontrol show hostnames",
+                                    "hpc_ib_suffix=i",
+                                    "getent ahostsv4",
                                     "export MASTER_PORT=$((20000 + SLURM_JOB_ID % 12768))",
-                                    "trap hpc_forward_usr1 USR1", "--kill-on-bad-exit=1",
-                                    "--strategy fsdp", "scontrol requeue"};
+                                    "trap hpc_forward_usr1 USR1",
+                                    "--kill-on-bad-exit=1",
+                                    "--strategy fsdp",
+                                    "scontrol requeue"};
   size_t at = 0;
   for (const auto& part : order) {
     INFO(part);
@@ -86,7 +97,8 @@ TEST_CASE("render: a broken template is reported with its file", "[render]") {
 }
 
 TEST_CASE("render: a template naming an unknown variable is refused", "[render]") {
-  CHECK_THROWS_WITH(hpc::ScriptTemplate::from_text("#!/bin/bash\necho {{job_nmae}}\n", "t.mustache"),
-                    Catch::Contains("t.mustache:2:6") && Catch::Contains("{{job_nmae}}"));
+  CHECK_THROWS_WITH(
+      hpc::ScriptTemplate::from_text("#!/bin/bash\necho {{job_nmae}}\n", "t.mustache"),
+      Catch::Contains("t.mustache:2:6") && Catch::Contains("{{job_nmae}}"));
   CHECK_NOTHROW(hpc::ScriptTemplate::from_text("{{#sbatch}}{{{directive}}}{{/sbatch}}", "ok"));
 }

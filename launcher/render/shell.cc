@@ -6,9 +6,9 @@ namespace hpc {
 namespace {
 
 bool is_safe_word_char(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '_' || c == '-' || c == '.' || c == '/' || c == ':' || c == '@' || c == '%' ||
-         c == '+' || c == ',' || c == '=';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-' || c == '.' || c == '/' || c == ':' || c == '@' || c == '%' || c == '+' ||
+         c == ',' || c == '=';
 }
 
 bool is_safe_word(std::string_view s) {
@@ -20,9 +20,15 @@ bool is_safe_word(std::string_view s) {
 
 void append_escaped(std::string& out, unsigned char c) {
   switch (c) {
-    case '\n': out += "\\n"; return;
-    case '\t': out += "\\t"; return;
-    case '\r': out += "\\r"; return;
+    case '\n':
+      out += "\\n";
+      return;
+    case '\t':
+      out += "\\t";
+      return;
+    case '\r':
+      out += "\\r";
+      return;
     default: {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\x%02x", c);
@@ -56,8 +62,10 @@ std::string shell_quote(std::string_view s) {
   }
   out += '\'';
   for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   out += '\'';
   return out;
@@ -80,8 +88,10 @@ std::string comment_text(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) append_escaped(out, c);
-    else out += static_cast<char>(c);
+    if (c < 0x20 || c == 0x7f)
+      append_escaped(out, c);
+    else
+      out += static_cast<char>(c);
   }
   return out;
 }
@@ -98,9 +108,13 @@ std::string comment_command_line(const std::vector<std::string>& argv) {
       // ANSI-C quoting keeps the comment on one line and can still be pasted into bash.
       out += "$'";
       for (unsigned char c : arg) {
-        if (c == '\'' || c == '\\') { out += '\\'; out += static_cast<char>(c); }
-        else if (c < 0x20 || c == 0x7f) append_escaped(out, c);
-        else out += static_cast<char>(c);
+        if (c == '\'' || c == '\\') {
+          out += '\\';
+          out += static_cast<char>(c);
+        } else if (c < 0x20 || c == 0x7f)
+          append_escaped(out, c);
+        else
+          out += static_cast<char>(c);
       }
       out += '\'';
     } else {

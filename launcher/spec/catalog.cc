@@ -65,8 +65,8 @@ void check_preset_name(PresetKind kind, const std::string& name, const std::stri
   for (unsigned char c : name)
     ok = ok && (std::isalnum(c) || c == '.' || c == '_' || c == '+' || c == '-');
   if (!ok) {
-    throw UserError(where, std::string("\"") + name + "\" is not a valid " + kind_noun(kind) +
-                               " name",
+    throw UserError(where,
+                    std::string("\"") + name + "\" is not a valid " + kind_noun(kind) + " name",
                     "use letters, digits, '.', '_', '+' and '-' (it names a file)");
   }
 }
@@ -105,8 +105,10 @@ fs::path Catalog::builtin_data_dir() {
 }
 
 std::optional<fs::path> Catalog::user_dir() {
-  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg) return fs::path(xdg) / "hpclaunch";
-  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".config" / "hpclaunch";
+  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg)
+    return fs::path(xdg) / "hpclaunch";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return fs::path(home) / ".config" / "hpclaunch";
   return std::nullopt;
 }
 
@@ -196,10 +198,10 @@ void Catalog::load_into(PresetKind kind, const std::string& name, size_t below, 
     // jsc.json that tweaks the built-in jsc); any other name is looked up everywhere.
     size_t base_below = base == name ? *index : dirs_.size();
     if (base == name && !find(kind, base, base_below)) {
-      throw UserError(shown + ": extends",
-                      std::string("no lower-priority ") + kind_noun(kind) + " named \"" + base +
-                          "\" to extend",
-                      "remove \"extends\" or name another " + std::string(kind_noun(kind)));
+      throw UserError(
+          shown + ": extends",
+          std::string("no lower-priority ") + kind_noun(kind) + " named \"" + base + "\" to extend",
+          "remove \"extends\" or name another " + std::string(kind_noun(kind)));
     }
     try {
       load_into(kind, base, base_below, out, chain);
@@ -215,7 +217,8 @@ void Catalog::load_into(PresetKind kind, const std::string& name, size_t below, 
 }
 
 LoadedPreset Catalog::load(PresetKind kind, const std::string& name) const {
-  check_preset_name(kind, name, std::string("--") + (kind == PresetKind::Shape ? "preset" : "cluster"));
+  check_preset_name(kind, name,
+                    std::string("--") + (kind == PresetKind::Shape ? "preset" : "cluster"));
   LoadedPreset out;
   out.name = name;
   out.content = nlohmann::json::object();

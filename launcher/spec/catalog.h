@@ -29,8 +29,8 @@ struct SearchDir {
 // A preset or profile as loaded: the merged content of its `extends` chain.
 struct LoadedPreset {
   std::string name;
-  nlohmann::json content;                // schema of shape_file_schema / cluster_file_schema
-  std::vector<std::string> files;        // base first, the named file last
+  nlohmann::json content;                      // schema of shape_file_schema / cluster_file_schema
+  std::vector<std::string> files;              // base first, the named file last
   std::map<std::string, std::string> sources;  // leaf key path -> file that set it
 };
 
@@ -76,7 +76,6 @@ void check_preset_name(PresetKind kind, const std::string& name, const std::stri
 // Deep merge of a layer into `base`: objects merge key by key, anything else replaces, null
 // removes. `sources` records, for each leaf key path the layer sets, the layer's origin.
 void merge_layer(nlohmann::json& base, const nlohmann::json& layer, const std::string& origin,
-                 std::map<std::string, std::string>& sources,
-                 const std::string& path = "");
+                 std::map<std::string, std::string>& sources, const std::string& path = "");
 
 }  // namespace hpc

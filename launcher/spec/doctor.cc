@@ -8,20 +8,20 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fmt/format.h>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
 
-#include "spec/catalog.h"
 #include "error.h"
 #include "hostlist.h"
 #include "render/shell.h"
+#include "spec/catalog.h"
 #include "spec/spec.h"
 #include "subprocess.h"
 #include "text.h"
@@ -50,9 +50,12 @@ const char* const kNotOnPath = "not found on PATH";
 
 const char* status_word(CheckStatus status) {
   switch (status) {
-    case CheckStatus::Ok: return "OK";
-    case CheckStatus::Warn: return "WARN";
-    case CheckStatus::Missing: return "MISSING";
+    case CheckStatus::Ok:
+      return "OK";
+    case CheckStatus::Warn:
+      return "WARN";
+    case CheckStatus::Missing:
+      return "MISSING";
   }
   return "?";
 }
@@ -173,8 +176,9 @@ DoctorCheck check_gpu_topology(const std::optional<std::string>& topo, const std
   if (!topo) {
     c.status = CheckStatus::Missing;
     c.detail = "nvidia-smi: " + error;
-    c.suggestion = "run on a GPU node (or inside a job); until then keep "
-                   "profile.nccl.NCCL_P2P_DISABLE = \"auto\" so the job decides on its first node";
+    c.suggestion =
+        "run on a GPU node (or inside a job); until then keep "
+        "profile.nccl.NCCL_P2P_DISABLE = \"auto\" so the job decides on its first node";
     return c;
   }
   GpuTopology t = parse_nvidia_topo(*topo);
@@ -198,8 +202,9 @@ DoctorCheck check_gpu_topology(const std::optional<std::string>& topo, const std
   if (t.any_sys()) {
     c.status = CheckStatus::Warn;
     c.detail += fmt::format(", SYS between {}", fmt::join(sys_pairs, " "));
-    c.suggestion = "set profile.nccl.NCCL_P2P_DISABLE = 1 (or \"auto\" when only some nodes are "
-                   "like this): NCCL's P2P transport hangs across SYS links";
+    c.suggestion =
+        "set profile.nccl.NCCL_P2P_DISABLE = 1 (or \"auto\" when only some nodes are "
+        "like this): NCCL's P2P transport hangs across SYS links";
   }
   return c;
 }
@@ -234,7 +239,8 @@ DoctorCheck check_interfaces(const std::vector<NetInterface>& interfaces) {
   auto candidates = socket_ifname_candidates(interfaces);
   if (candidates.empty()) {
     c.status = CheckStatus::Warn;
-    c.suggestion = "no interface is up with an IPv4 address: NCCL and Gloo cannot reach other nodes";
+    c.suggestion =
+        "no interface is up with an IPv4 address: NCCL and Gloo cannot reach other nodes";
     return c;
   }
   c.suggestion = "profile.nccl.NCCL_SOCKET_IFNAME = \"" + candidates.front() +
@@ -257,7 +263,8 @@ DoctorCheck check_master_addr(const std::string& host, const std::string& ib_suf
   c.detail = host + " does not resolve to IPv4: " + error;
   if (!ib_suffix.empty()) {
     c.suggestion = "check profile.ib_suffix ('" + ib_suffix + "' from cluster " + cluster +
-                   ") and the cluster's DNS (getent ahostsv4 " + host + "); see docs/troubleshooting.md";
+                   ") and the cluster's DNS (getent ahostsv4 " + host +
+                   "); see docs/troubleshooting.md";
   } else {
     c.suggestion = "check the cluster's DNS (getent ahostsv4 " + host +
                    "); if nodes have another name on InfiniBand, set profile.ib_suffix";
@@ -271,8 +278,8 @@ DoctorCheck check_gpu_request(const std::optional<std::string>& config, const st
   if (!config) {
     c.status = error == kNotOnPath ? CheckStatus::Missing : CheckStatus::Warn;
     c.detail = "scontrol show config: " + error;
-    c.suggestion = "run where Slurm's commands are; profile.gpu_request stays \"" +
-                   profile_gpu_request + "\"";
+    c.suggestion =
+        "run where Slurm's commands are; profile.gpu_request stays \"" + profile_gpu_request + "\"";
     return c;
   }
   SlurmGpuSyntax s = parse_scontrol_config(*config);
@@ -416,7 +423,7 @@ DoctorCheck check_slurm_version() {
   if (!sinfo && !scontrol) {
     // Installed but failing (no slurm.conf, controller unreachable) is a warning, not missing.
     c.status = program_on_path("sinfo") || program_on_path("scontrol") ? CheckStatus::Warn
-                                                                         : CheckStatus::Missing;
+                                                                       : CheckStatus::Missing;
     c.detail = "sinfo: " + sinfo_error + "; scontrol: " + scontrol_error;
     c.suggestion = "run on a login or compute node of the cluster (or load its slurm module)";
     return c;
@@ -445,7 +452,8 @@ int run_doctor(const std::string& cluster, bool as_json) {
     // Keys the profile requires (an account) do not matter here: a placeholder fills them.
     if (named && named->content.contains("required") && named->content["required"].is_array()) {
       for (const auto& key : named->content["required"]) {
-        if (key.is_string()) request.sets.push_back("profile." + key.get<std::string>() + "=doctor");
+        if (key.is_string())
+          request.sets.push_back("profile." + key.get<std::string>() + "=doctor");
       }
     }
     Spec spec = resolve_spec(catalog, request);
@@ -461,11 +469,12 @@ int run_doctor(const std::string& cluster, bool as_json) {
   }
 
   std::vector<DoctorCheck> checks;
-  checks.push_back({"profile", profile_note.empty() ? CheckStatus::Ok : CheckStatus::Warn,
-                    "cluster " + cluster_name + ", ib_suffix '" + ib_suffix + "', gpu_request " +
-                        gpu_request,
-                    profile_note.empty() ? "" : "the spec did not resolve (" + profile_note +
-                                                    "); using the profile file alone"});
+  checks.push_back(
+      {"profile", profile_note.empty() ? CheckStatus::Ok : CheckStatus::Warn,
+       "cluster " + cluster_name + ", ib_suffix '" + ib_suffix + "', gpu_request " + gpu_request,
+       profile_note.empty()
+           ? ""
+           : "the spec did not resolve (" + profile_note + "); using the profile file alone"});
 
   std::string error;
   auto topo = tool_output({"nvidia-smi", "topo", "-m"}, error);
@@ -499,7 +508,8 @@ int run_doctor(const std::string& cluster, bool as_json) {
   checks.push_back(check_gpu_request(config, error, gpu_request));
 
   if (as_json) {
-    std::cout << nlohmann::json{{"cluster", cluster_name}, {"checks", checks_to_json(checks)}}.dump(2)
+    std::cout << nlohmann::json{{"cluster", cluster_name}, {"checks", checks_to_json(checks)}}.dump(
+                     2)
               << "\n";
   } else {
     std::cout << format_checks(checks);

@@ -18,7 +18,7 @@ enum class CheckStatus { Ok, Warn, Missing };
 const char* status_word(CheckStatus status);  // "OK", "WARN", "MISSING"
 
 struct DoctorCheck {
-  std::string name;        // "gpu-topology", "infiniband", "interfaces", "master-addr", "slurm", ...
+  std::string name;  // "gpu-topology", "infiniband", "interfaces", "master-addr", "slurm", ...
   CheckStatus status = CheckStatus::Ok;
   std::string detail;      // what was found
   std::string suggestion;  // what to set or do; empty when nothing
@@ -32,8 +32,9 @@ struct GpuLink {
 
 struct GpuTopology {
   std::vector<std::string> gpus;  // GPU column names, in order
-  std::vector<std::string> nics;  // NIC columns ("NIC0"), with their device when the legend names it
-  std::vector<GpuLink> links;     // each unordered GPU pair once (a < b in column order)
+  std::vector<std::string>
+      nics;                    // NIC columns ("NIC0"), with their device when the legend names it
+  std::vector<GpuLink> links;  // each unordered GPU pair once (a < b in column order)
   bool any_sys() const;
 };
 

@@ -24,10 +24,13 @@ const char* kTopoNvLink =
     "Legend:\n"
     "\n"
     "  X    = Self\n"
-    "  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)\n"
-    "  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node\n"
+    "  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., "
+    "QPI/UPI)\n"
+    "  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges "
+    "within a NUMA node\n"
     "  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)\n"
-    "  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)\n"
+    "  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host "
+    "Bridge)\n"
     "  PIX  = Connection traversing at most a single PCIe bridge\n"
     "  NV#  = Connection traversing a bonded set of # NVLinks\n";
 
@@ -42,8 +45,10 @@ const char* kTopoSys =
     "Legend:\n"
     "\n"
     "  X    = Self\n"
-    "  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)\n"
-    "  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node\n";
+    "  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., "
+    "QPI/UPI)\n"
+    "  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges "
+    "within a NUMA node\n";
 
 // Two NVLinked GPUs and two HCAs: the NICs are SYS from GPU1, which must not count (GPU columns
 // only, as in the template's awk).
@@ -57,7 +62,8 @@ const char* kTopoNics =
     "Legend:\n"
     "\n"
     "  X    = Self\n"
-    "  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)\n"
+    "  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., "
+    "QPI/UPI)\n"
     "  NV#  = Connection traversing a bonded set of # NVLinks\n"
     "\n"
     "NIC Legend:\n"
@@ -128,7 +134,8 @@ TEST_CASE("topo: NIC columns are not GPU links, the NIC legend names them", "[do
 
 TEST_CASE("topo: no GPU header, or no nvidia-smi", "[doctor]") {
   CHECK(parse_nvidia_topo("").gpus.empty());
-  CHECK(parse_nvidia_topo("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n")
+  CHECK(parse_nvidia_topo(
+            "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n")
             .gpus.empty());
   CHECK(check_gpu_topology(std::string(""), "").status == CheckStatus::Warn);
   DoctorCheck c = check_gpu_topology(std::nullopt, "not found on PATH");
@@ -139,7 +146,8 @@ TEST_CASE("topo: no GPU header, or no nvidia-smi", "[doctor]") {
 TEST_CASE("ibv_devinfo -l: device names, none", "[doctor]") {
   CHECK(parse_ibv_devices("2 HCAs found:\n\tmlx5_0\n\tmlx5_1\n") ==
         std::vector<std::string>{"mlx5_0", "mlx5_1"});
-  CHECK(parse_ibv_devices("1 HCA found:\n\tmlx5_bond_0\n") == std::vector<std::string>{"mlx5_bond_0"});
+  CHECK(parse_ibv_devices("1 HCA found:\n\tmlx5_bond_0\n") ==
+        std::vector<std::string>{"mlx5_bond_0"});
   CHECK(parse_ibv_devices("0 HCAs found:\n").empty());
   CHECK(parse_ibv_devices("No IB devices found\n").empty());
   DoctorCheck ib = check_infiniband({"mlx5_0", "mlx5_1"}, "ibv_devinfo -l");
@@ -191,14 +199,16 @@ TEST_CASE("scontrol show config: GPU request syntax", "[doctor]") {
   CHECK_FALSE(none.gres_has_gpu);
   CHECK(none.gpu_request.empty());
 
-  CHECK(check_gpu_request(std::string(kConfigConsTres), "", "gpus-per-node").status == CheckStatus::Ok);
+  CHECK(check_gpu_request(std::string(kConfigConsTres), "", "gpus-per-node").status ==
+        CheckStatus::Ok);
   CHECK(check_gpu_request(std::string(kConfigConsTres), "", "gres").status == CheckStatus::Warn);
   DoctorCheck wrong = check_gpu_request(std::string(kConfigConsRes), "", "gpus-per-node");
   CHECK(wrong.status == CheckStatus::Warn);
   CHECK(wrong.suggestion.find("profile.gpu_request = \"gres\"") != std::string::npos);
   CHECK(check_gpu_request(std::string(kConfigNoGpu), "", "gres").suggestion.find("no gpu") !=
         std::string::npos);
-  CHECK(check_gpu_request(std::nullopt, "not found on PATH", "gres").status == CheckStatus::Missing);
+  CHECK(check_gpu_request(std::nullopt, "not found on PATH", "gres").status ==
+        CheckStatus::Missing);
 }
 
 TEST_CASE("doctor output: one line per check, JSON with the same fields", "[doctor]") {

@@ -22,7 +22,7 @@ const SchemaNode kBoolean = leaf(SchemaType::Boolean);
 const SchemaNode kStringList = leaf(SchemaType::StringList);
 
 Fields shape_fields() {
-  return {{"description", kString}, {"nodes", kInteger},       {"gpus_per_node", kInteger},
+  return {{"description", kString},   {"nodes", kInteger},      {"gpus_per_node", kInteger},
           {"cpus_per_gpu", kInteger}, {"mem_per_gpu", kString}, {"time", kString}};
 }
 
@@ -66,14 +66,22 @@ Fields with_extends(Fields f) {
 
 const char* type_name(SchemaType t) {
   switch (t) {
-    case SchemaType::String: return "a string";
-    case SchemaType::Integer: return "an integer";
-    case SchemaType::Boolean: return "true or false";
-    case SchemaType::StringList: return "a list of strings";
-    case SchemaType::StringOrInteger: return "a string or an integer";
-    case SchemaType::Object: return "an object";
-    case SchemaType::Map: return "an object";
-    case SchemaType::Json: return "any JSON value";
+    case SchemaType::String:
+      return "a string";
+    case SchemaType::Integer:
+      return "an integer";
+    case SchemaType::Boolean:
+      return "true or false";
+    case SchemaType::StringList:
+      return "a list of strings";
+    case SchemaType::StringOrInteger:
+      return "a string or an integer";
+    case SchemaType::Object:
+      return "an object";
+    case SchemaType::Map:
+      return "an object";
+    case SchemaType::Json:
+      return "any JSON value";
   }
   return "?";
 }
@@ -104,18 +112,24 @@ std::string join_path(const std::string& path, const std::string& key) {
 
 bool matches(const nlohmann::json& v, SchemaType t) {
   switch (t) {
-    case SchemaType::String: return v.is_string();
-    case SchemaType::Integer: return v.is_number_integer();
-    case SchemaType::Boolean: return v.is_boolean();
-    case SchemaType::StringOrInteger: return v.is_string() || v.is_number_integer();
+    case SchemaType::String:
+      return v.is_string();
+    case SchemaType::Integer:
+      return v.is_number_integer();
+    case SchemaType::Boolean:
+      return v.is_boolean();
+    case SchemaType::StringOrInteger:
+      return v.is_string() || v.is_number_integer();
     case SchemaType::StringList:
       if (!v.is_array()) return false;
       for (const auto& e : v)
         if (!e.is_string()) return false;
       return true;
     case SchemaType::Object:
-    case SchemaType::Map: return v.is_object();
-    case SchemaType::Json: return true;
+    case SchemaType::Map:
+      return v.is_object();
+    case SchemaType::Json:
+      return true;
   }
   return false;
 }
@@ -127,7 +141,8 @@ nlohmann::json parse_set_value(const std::string& text, const SchemaNode& node,
   if (text == "null") return nullptr;
   switch (node.type) {
     case SchemaType::String:
-    case SchemaType::StringOrInteger: return text;
+    case SchemaType::StringOrInteger:
+      return text;
     case SchemaType::Integer: {
       errno = 0;
       char* end = nullptr;
@@ -140,8 +155,7 @@ nlohmann::json parse_set_value(const std::string& text, const SchemaNode& node,
     case SchemaType::Boolean:
       if (text == "true" || text == "yes" || text == "1") return true;
       if (text == "false" || text == "no" || text == "0") return false;
-      throw UserError(where, "expected true or false, got \"" + text + "\"",
-                      "write true or false");
+      throw UserError(where, "expected true or false, got \"" + text + "\"", "write true or false");
     case SchemaType::StringList:
     case SchemaType::Object:
     case SchemaType::Map:
@@ -202,9 +216,9 @@ void check_json(const nlohmann::json& value, const SchemaNode& schema, const std
   std::string where = path.empty() ? origin : origin + ": " + path;
   if (value.is_null() && !path.empty()) return;  // removes the key when layered
   if (!matches(value, schema.type)) {
-    throw UserError(where, std::string("expected ") + type_name(schema.type) + ", got " +
-                               json_type_name(value),
-                    type_fix(schema.type, value));
+    throw UserError(
+        where, std::string("expected ") + type_name(schema.type) + ", got " + json_type_name(value),
+        type_fix(schema.type, value));
   }
   if (schema.type == SchemaType::Object) {
     for (const auto& [key, child] : value.items()) {

@@ -16,7 +16,7 @@ std::optional<long> slurm_time_seconds(const std::string& text) {
   if (m[1].matched) return num(1) * 86400 + num(2) * 3600 + num(3) * 60 + num(4);
   if (m[4].matched) return num(2) * 3600 + num(3) * 60 + num(4);  // hours:minutes:seconds
   if (m[3].matched) return num(2) * 60 + num(3);                  // minutes:seconds
-  return num(2) * 60;                                              // minutes
+  return num(2) * 60;                                             // minutes
 }
 
 }  // namespace hpc

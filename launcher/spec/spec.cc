@@ -5,10 +5,10 @@
 
 #include "error.h"
 #include "json_file.h"
+#include "render/shell.h"
+#include "sha256.h"
 #include "spec/schema.h"
 #include "spec/slurm_time.h"
-#include "sha256.h"
-#include "render/shell.h"
 #include "spec/suggest.h"
 
 namespace fs = std::filesystem;
@@ -32,8 +32,10 @@ class SpecReader {
     if (it != sources_.end()) return it->second;
     std::string found;
     std::string prefix = path + ".";
-    for (auto p = sources_.lower_bound(prefix); p != sources_.end() && p->first.rfind(prefix, 0) == 0; ++p) {
-      if (found.empty() || found == kDefaultsOrigin || found.find("presets/defaults.json") != std::string::npos)
+    for (auto p = sources_.lower_bound(prefix);
+         p != sources_.end() && p->first.rfind(prefix, 0) == 0; ++p) {
+      if (found.empty() || found == kDefaultsOrigin ||
+          found.find("presets/defaults.json") != std::string::npos)
         found = p->second;
     }
     return found.empty() ? kDefaultsOrigin : found;
@@ -75,17 +77,16 @@ class SpecReader {
     return s;
   }
 
-  int integer(const std::string& path, long long min, long long max,
-              const std::string& fix) const {
+  int integer(const std::string& path, long long min, long long max, const std::string& fix) const {
     const json* v = find(path);
     if (!v) {
       throw UserError(path, "is not set", fix);
     }
     long long x = v->get<long long>();
     if (x < min || x > max) {
-      std::string range = max >= (1LL << 40) ? "at least " + std::to_string(min)
-                                            : "between " + std::to_string(min) + " and " +
-                                                  std::to_string(max);
+      std::string range = max >= (1LL << 40)
+                              ? "at least " + std::to_string(min)
+                              : "between " + std::to_string(min) + " and " + std::to_string(max);
       throw UserError(where(path), std::to_string(x) + " is out of range (" + range + ")", fix);
     }
     return static_cast<int>(x);
@@ -112,15 +113,15 @@ bool matches_charset(const std::string& s, const char* extra) {
   return true;
 }
 
-
 // Options the spec itself renders; setting them again through sbatch_extra would contradict it.
 const std::vector<std::string>& managed_sbatch_options() {
   static const std::vector<std::string> opts = {
-      "job-name", "nodes",   "ntasks",  "ntasks-per-node", "cpus-per-task", "gpus-per-node",
-      "gres",     "time",    "partition", "account",       "qos",           "constraint",
-      "reservation", "output", "error",  "signal",          "requeue",       "open-mode",
-      "chdir",    "mem-per-gpu", "gpus", "gpus-per-task", "cpus-per-gpu", "ntasks-per-gpu",
-      "no-requeue", "hold", "wrap"};
+      "job-name",      "nodes",         "ntasks",       "ntasks-per-node", "cpus-per-task",
+      "gpus-per-node", "gres",          "time",         "partition",       "account",
+      "qos",           "constraint",    "reservation",  "output",          "error",
+      "signal",        "requeue",       "open-mode",    "chdir",           "mem-per-gpu",
+      "gpus",          "gpus-per-task", "cpus-per-gpu", "ntasks-per-gpu",  "no-requeue",
+      "hold",          "wrap"};
   return opts;
 }
 
@@ -131,7 +132,8 @@ std::vector<EnvVar> read_env_vars(const SpecReader& r, const json* block, const 
   for (const auto& [name, entry] : block->items()) {
     std::string p = path + "." + name;
     if (!is_env_name(name)) {
-      throw UserError(r.where(p), "\"" + comment_text(name) + "\" is not an environment variable name",
+      throw UserError(r.where(p),
+                      "\"" + comment_text(name) + "\" is not an environment variable name",
                       "use letters, digits and '_', not starting with a digit");
     }
     if (!entry.contains("value")) {
@@ -139,8 +141,9 @@ std::vector<EnvVar> read_env_vars(const SpecReader& r, const json* block, const 
     }
     EnvVar v{name, r.string(p + ".value"), r.string(p + ".reason")};
     if (reason_required && v.reason.empty()) {
-      throw UserError(r.where(p), "has no \"reason\"",
-                      "add \"reason\": why this cluster needs it (printed beside it in the script)");
+      throw UserError(
+          r.where(p), "has no \"reason\"",
+          "add \"reason\": why this cluster needs it (printed beside it in the script)");
     }
     vars.push_back(std::move(v));
   }
@@ -150,7 +153,8 @@ std::vector<EnvVar> read_env_vars(const SpecReader& r, const json* block, const 
 void read_shape(const SpecReader& r, const std::string& preset, Shape& s) {
   std::string fix_file = "set it in presets/shapes/" + preset + ".json or with --set shape.";
   s.description = r.string("shape.description");
-  s.nodes = r.integer("shape.nodes", 1, 100000, "a job needs at least one node; " + fix_file + "nodes=N");
+  s.nodes =
+      r.integer("shape.nodes", 1, 100000, "a job needs at least one node; " + fix_file + "nodes=N");
   s.gpus_per_node = r.integer("shape.gpus_per_node", 1, 64,
                               "one task runs per GPU; " + fix_file + "gpus_per_node=N");
   s.cpus_per_gpu = r.integer("shape.cpus_per_gpu", 1, 1024, fix_file + "cpus_per_gpu=N");
@@ -176,15 +180,17 @@ void read_profile(const SpecReader& r, const json& doc, ClusterProfile& p) {
     static const std::vector<std::string> fillable = {"partition", "account", "qos", "constraint",
                                                       "reservation"};
     if (std::find(fillable.begin(), fillable.end(), key) == fillable.end()) {
-      throw UserError(r.where("profile.required"), "\"" + comment_text(key) + "\" cannot be required",
+      throw UserError(r.where("profile.required"),
+                      "\"" + comment_text(key) + "\" cannot be required",
                       suggest_fix(key, fillable, "keys"));
     }
     if (r.string("profile." + key).empty()) {
       throw UserError("profile." + key,
-                      "cluster \"" + r.string("cluster") + "\" requires a value here (profile.required in " +
+                      "cluster \"" + r.string("cluster") +
+                          "\" requires a value here (profile.required in " +
                           r.origin("profile.required") + ")",
-                      "add {\"profile\": {\"" + key + "\": \"...\"}} to hpclaunch.json or pass --set profile." +
-                          key + "=...");
+                      "add {\"profile\": {\"" + key +
+                          "\": \"...\"}} to hpclaunch.json or pass --set profile." + key + "=...");
     }
   }
   p.modules = r.strings("profile.modules");
@@ -226,15 +232,18 @@ void read_profile(const SpecReader& r, const json& doc, ClusterProfile& p) {
     }
   }
   std::string req = r.string("profile.gpu_request");
-  if (req == "gpus-per-node" || req.empty()) p.gpu_request = GpuRequest::GpusPerNode;
-  else if (req == "gres") p.gpu_request = GpuRequest::Gres;
+  if (req == "gpus-per-node" || req.empty())
+    p.gpu_request = GpuRequest::GpusPerNode;
+  else if (req == "gres")
+    p.gpu_request = GpuRequest::Gres;
   else {
     throw UserError(r.where("profile.gpu_request"), "unknown value \"" + comment_text(req) + "\"",
                     "use \"gpus-per-node\" (--gpus-per-node=N) or \"gres\" (--gres=gpu:N)");
   }
   p.gpu_type = r.string("profile.gpu_type");
   if (!matches_charset(p.gpu_type, "_.-")) {
-    throw UserError(r.where("profile.gpu_type"), "\"" + comment_text(p.gpu_type) + "\" is not a GPU type",
+    throw UserError(r.where("profile.gpu_type"),
+                    "\"" + comment_text(p.gpu_type) + "\" is not a GPU type",
                     "use the type name from the cluster's gres.conf, e.g. \"a100\"");
   }
   p.ib_suffix = r.string("profile.ib_suffix");
@@ -244,15 +253,15 @@ void read_profile(const SpecReader& r, const json& doc, ClusterProfile& p) {
                     "use letters, digits, '.' and '-' (JSC: \"i\")");
   }
   p.resolve_master_addr = r.boolean("profile.resolve_master_addr", true);
-  p.port_min = r.integer("profile.port_range.min", 1024, 65535,
-                         "use an unprivileged port (1024-65535)");
-  p.port_max = r.integer("profile.port_range.max", 1024, 65535,
-                         "use an unprivileged port (1024-65535)");
+  p.port_min =
+      r.integer("profile.port_range.min", 1024, 65535, "use an unprivileged port (1024-65535)");
+  p.port_max =
+      r.integer("profile.port_range.max", 1024, 65535, "use an unprivileged port (1024-65535)");
   if (p.port_min > p.port_max) {
-    throw UserError(r.where("profile.port_range"),
-                    "min " + std::to_string(p.port_min) + " is above max " +
-                        std::to_string(p.port_max),
-                    "swap them");
+    throw UserError(
+        r.where("profile.port_range"),
+        "min " + std::to_string(p.port_min) + " is above max " + std::to_string(p.port_max),
+        "swap them");
   }
   p.max_gpus_per_node = r.integer("profile.max_gpus_per_node", 0, 64, "use 0 for no limit");
   p.max_nodes = r.integer("profile.max_nodes", 0, 100000, "use 0 for no limit");
@@ -287,7 +296,8 @@ void check_shape_fits(const SpecReader& r, const Spec& spec) {
     throw UserError(r.where("shape.gpus_per_node"),
                     std::to_string(spec.shape.gpus_per_node) + " GPUs per node, but cluster \"" +
                         spec.cluster + "\" has at most " + std::to_string(p.max_gpus_per_node) +
-                        " (profile.max_gpus_per_node, " + r.origin("profile.max_gpus_per_node") + ")",
+                        " (profile.max_gpus_per_node, " + r.origin("profile.max_gpus_per_node") +
+                        ")",
                     "pick a preset with at most " + std::to_string(p.max_gpus_per_node) +
                         " GPUs per node, or use more nodes");
   }
@@ -308,12 +318,14 @@ void read_job(const SpecReader& r, Spec& spec) {
   if (j.output.empty()) throw UserError(r.where("job.output"), "is empty", "e.g. \"%x-%j.out\"");
   j.error = r.directive_string("job.error");
   j.chdir = r.directive_string("job.chdir");
-  j.signal_seconds = r.integer("job.signal_seconds", 0, 65535,
-                               "use the seconds before the time limit to send USR1, e.g. 90 (0: no signal)");
-  j.max_requeues = r.integer("job.max_requeues", 0, 1000,
-                             "set how often the job may requeue itself, e.g. 3");
+  j.signal_seconds =
+      r.integer("job.signal_seconds", 0, 65535,
+                "use the seconds before the time limit to send USR1, e.g. 90 (0: no signal)");
+  j.max_requeues =
+      r.integer("job.max_requeues", 0, 1000, "set how often the job may requeue itself, e.g. 3");
   j.srun_wait = r.integer("job.srun_wait", 0, 86400,
-                          "set the seconds srun lets the other tasks run after the first ends, e.g. 60 (0 waits forever)");
+                          "set the seconds srun lets the other tasks run after the first ends, "
+                          "e.g. 60 (0 waits forever)");
   long limit = parse_slurm_time(spec.shape.time, r.where("shape.time"));
   if (j.signal_seconds > 0 && limit >= 0 && j.signal_seconds >= limit) {
     throw UserError(r.where("job.signal_seconds"),
@@ -424,9 +436,10 @@ Spec resolve_spec(const Catalog& catalog, const SpecRequest& request) {
   SpecReader name_reader(names, name_sources);
 
   Spec spec;
-  spec.preset = require_name(name_reader, "preset",
-                             "pass --preset NAME (hpclaunch presets list shows them)");
-  spec.cluster = require_name(name_reader, "cluster", "pass --cluster NAME (hpclaunch clusters list)");
+  spec.preset =
+      require_name(name_reader, "preset", "pass --preset NAME (hpclaunch presets list shows them)");
+  spec.cluster =
+      require_name(name_reader, "cluster", "pass --cluster NAME (hpclaunch clusters list)");
   spec.strategy = require_name(name_reader, "strategy", "pass --strategy ddp|fsdp|zero1|zero2");
   check_preset_name(PresetKind::Shape, spec.preset, name_reader.where("preset"));
   check_preset_name(PresetKind::Cluster, spec.cluster, name_reader.where("cluster"));

@@ -44,8 +44,8 @@ struct ClusterProfile {
   std::vector<std::string> setup;         // lines of shell, verbatim (the user's own code)
   std::vector<std::string> sbatch_extra;  // extra "--option=value" directives
   GpuRequest gpu_request = GpuRequest::GpusPerNode;
-  std::string gpu_type;                   // "a100": --gres=gpu:a100:4 / --gpus-per-node=a100:4
-  std::string ib_suffix;                  // appended to the first host for MASTER_ADDR
+  std::string gpu_type;   // "a100": --gres=gpu:a100:4 / --gpus-per-node=a100:4
+  std::string ib_suffix;  // appended to the first host for MASTER_ADDR
   bool resolve_master_addr = true;
   int port_min = 0, port_max = 0;
   int max_gpus_per_node = 0;  // 0: no limit known
@@ -98,9 +98,9 @@ struct Spec {
 struct SpecRequest {
   std::optional<std::string> preset, cluster, strategy;
   std::optional<std::vector<std::string>> trainer_args;  // after `--`: appended to trainer.args
-  std::vector<std::string> sets;                          // "key.path=value", in order
-  std::optional<std::filesystem::path> project_file;      // --project; else ./hpclaunch.json
-  bool read_project_file = true;                          // --no-project turns it off
+  std::vector<std::string> sets;                         // "key.path=value", in order
+  std::optional<std::filesystem::path> project_file;     // --project; else ./hpclaunch.json
+  bool read_project_file = true;                         // --no-project turns it off
 };
 
 // A request from command-line words, as `render`, `sweep` and `tune` take them: "" leaves that

@@ -120,7 +120,8 @@ TEST_CASE("spec: later layers win, null removes, -- args append", "[spec]") {
 
 TEST_CASE("spec: a user profile extending the built-in of the same name", "[spec]") {
   SpecFixture f;
-  f.write("user/clusters/jsc.json", R"({"extends": "jsc", "account": "mine", "partition": "dc-gpu"})");
+  f.write("user/clusters/jsc.json",
+          R"({"extends": "jsc", "account": "mine", "partition": "dc-gpu"})");
   auto spec = f.resolve(ask("2n4g", "jsc"));
   CHECK(spec.profile.account == "mine");
   CHECK(spec.profile.partition == "dc-gpu");
@@ -143,7 +144,8 @@ TEST_CASE("spec: errors name the file, the key path and a fix", "[spec]") {
                              Catch::Contains("at most 4"));
   CHECK_THAT(message(ask("2n4", "generic")), Catch::Contains("did you mean \"2n4g\""));
   CHECK_THAT(message(ask("2n4g", "generic", "fdsp")), Catch::Contains("did you mean \"fsdp\""));
-  CHECK_THAT(message(ask("2n4g", "jsc")), Catch::StartsWith("profile.account: cluster \"jsc\" requires"));
+  CHECK_THAT(message(ask("2n4g", "jsc")),
+             Catch::StartsWith("profile.account: cluster \"jsc\" requires"));
   r = ask("1n1g");
   r.sets = {"shape.gpu_per_node=2"};
   CHECK_THAT(message(r), Catch::Contains("--set shape.gpu_per_node") &&
@@ -176,8 +178,10 @@ TEST_CASE("spec: Slurm time limits", "[spec]") {
 }
 
 TEST_CASE("spec: --set values are typed by the schema", "[spec]") {
-  CHECK(hpc::parse_set_assignment("shape.nodes=4") == nlohmann::json::parse(R"({"shape":{"nodes":4}})"));
-  CHECK(hpc::parse_set_assignment("job.name=42") == nlohmann::json::parse(R"({"job":{"name":"42"}})"));
+  CHECK(hpc::parse_set_assignment("shape.nodes=4") ==
+        nlohmann::json::parse(R"({"shape":{"nodes":4}})"));
+  CHECK(hpc::parse_set_assignment("job.name=42") ==
+        nlohmann::json::parse(R"({"job":{"name":"42"}})"));
   CHECK(hpc::parse_set_assignment("profile.resolve_master_addr=false") ==
         nlohmann::json::parse(R"({"profile":{"resolve_master_addr":false}})"));
   CHECK(hpc::parse_set_assignment(R"(trainer.args=["--a","b c"])") ==
@@ -194,9 +198,9 @@ TEST_CASE("spec: an extends cycle is reported with its files", "[spec]") {
   SpecFixture f;
   f.write("user/clusters/a.json", R"({"extends": "b"})");
   f.write("user/clusters/b.json", R"({"extends": "a"})");
-  CHECK_THROWS_WITH(f.resolve(ask("1n1g", "a")),
-                    Catch::Contains("cycle: ") && Catch::Contains("a.json -> ") &&
-                        Catch::Contains("b.json -> "));
+  CHECK_THROWS_WITH(f.resolve(ask("1n1g", "a")), Catch::Contains("cycle: ") &&
+                                                     Catch::Contains("a.json -> ") &&
+                                                     Catch::Contains("b.json -> "));
 }
 
 TEST_CASE("spec: built-in files are named relative to the data directory", "[spec]") {

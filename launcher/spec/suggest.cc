@@ -34,7 +34,10 @@ std::string closest_match(const std::string& word, const std::vector<std::string
   size_t best_distance = SIZE_MAX;
   for (const auto& c : candidates) {
     size_t d = edit_distance(word, c);
-    if (d < best_distance) { best_distance = d; best = c; }
+    if (d < best_distance) {
+      best_distance = d;
+      best = c;
+    }
   }
   // A typo changes a few characters; allow one edit per three characters, at least two.
   size_t allowed = std::max<size_t>(2, word.size() / 3);

@@ -30,7 +30,7 @@ struct BadCase {
 // The usual outputs of a render; each case checks that neither appears.
 std::vector<std::string> render_args(std::vector<std::string> extra,
                                      const std::string& preset = "1n2g") {
-  std::vector<std::string> a = {"render", "--preset", preset, "--strategy", "ddp",
+  std::vector<std::string> a = {"render", "--preset",   preset,       "--strategy", "ddp",
                                 "-o",     "out.sbatch", "--spec-out", "spec.json"};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
@@ -38,7 +38,8 @@ std::vector<std::string> render_args(std::vector<std::string> extra,
 
 std::string replace_root(std::string s, const Sandbox& sb) {
   const std::string key = "{root}";
-  for (size_t at; (at = s.find(key)) != std::string::npos;) s.replace(at, key.size(), sb.root().string());
+  for (size_t at; (at = s.find(key)) != std::string::npos;)
+    s.replace(at, key.size(), sb.root().string());
   return s;
 }
 
@@ -48,9 +49,9 @@ bool has_fix_hint(const std::string& line) {
   if (semi == std::string::npos) return false;
   std::string hint = line.substr(semi + 2);
   static const std::vector<std::string> verbs = {
-      "did you mean", "use ",  "write ", "pass ",  "add ",  "remove", "create", "make ",
-      "give ",        "swap",  "lower",  "pick ",  "check", "name ",  "set ",  "move ",
-      "separate",     "fix ",  "see ",   "choose", "put ",  "known "};
+      "did you mean", "use ", "write ", "pass ",  "add ",  "remove", "create", "make ",
+      "give ",        "swap", "lower",  "pick ",  "check", "name ",  "set ",   "move ",
+      "separate",     "fix ", "see ",   "choose", "put ",  "known "};
   for (const auto& v : verbs)
     if (hint.find(v) != std::string::npos) return true;
   return false;
@@ -59,8 +60,10 @@ bool has_fix_hint(const std::string& line) {
 void check_bad_input(const BadCase& c, bool require_hint = true) {
   Sandbox sb;
   for (const auto& [path, content] : c.files) {
-    if (content == "<dir>") fs::create_directories(sb.root() / path);
-    else sb.write(path, content);
+    if (content == "<dir>")
+      fs::create_directories(sb.root() / path);
+    else
+      sb.write(path, content);
   }
   auto before = sb.snapshot();
   Run r = sb.hpclaunch(c.args);
@@ -328,7 +331,8 @@ TEST_CASE("bad input: time limits and requeue signal", "[bad-input]") {
 TEST_CASE("bad input: cluster profile values", "[bad-input]") {
   check_all({
       {"port range min above max",
-       render_args({"--set", "profile.port_range.min=3000", "--set", "profile.port_range.max=2000"}),
+       render_args(
+           {"--set", "profile.port_range.min=3000", "--set", "profile.port_range.max=2000"}),
        {},
        {"profile.port_range", "min 3000 is above max 2000", "swap them"}},
       {"port below 1024",
@@ -480,8 +484,8 @@ TEST_CASE("bad input: extends chains and user files", "[bad-input]") {
        render_args({"--cluster", "a"}),
        {{"xdg/hpclaunch/clusters/a.json", "{\"extends\": \"b\"}"},
         {"hp1/clusters/b.json", "{\"extends\": \"a\"}"}},
-       {"{root}/xdg/hpclaunch/clusters/a.json", "{root}/hp1/clusters/b.json", "extends",
-        "cycle", "make \"extends\" name a base"}},
+       {"{root}/xdg/hpclaunch/clusters/a.json", "{root}/hp1/clusters/b.json", "extends", "cycle",
+        "make \"extends\" name a base"}},
       {"extends its own name with nothing below it",
        render_args({"--cluster", "solo"}),
        {{"xdg/hpclaunch/clusters/solo.json", "{\"extends\": \"solo\"}"}},
@@ -512,10 +516,7 @@ TEST_CASE("bad input: host lists", "[bad-input]") {
        {"hostlist", "expand", "node[1-3]]"},
        {},
        {"\"node[1-3]]\"", "column 10", "without a matching '['"}},
-      {"empty host list",
-       {"hostlist", "expand", ""},
-       {},
-       {"hostlist \"\"", "names no host"}},
+      {"empty host list", {"hostlist", "expand", ""}, {}, {"hostlist \"\"", "names no host"}},
   });
 }
 
@@ -533,10 +534,7 @@ TEST_CASE("bad input: command line usage", "[bad-input]") {
        {"render", "-o", "out.sbatch", "--preset"},
        {},
        {"--preset", "hpclaunch --help"}},
-      {"no subcommand",
-       {},
-       {},
-       {"subcommand", "hpclaunch --help"}},
+      {"no subcommand", {}, {}, {"subcommand", "hpclaunch --help"}},
       {"show an unknown preset",
        {"presets", "show", "2n4"},
        {},
@@ -565,7 +563,8 @@ std::vector<BadCase> cases_without_fix_hint() {
       {"NCCL_P2P_DISABLE neither 0, 1 nor auto",
        render_args({}),
        {{kProject,
-         "{\"profile\": {\"nccl\": {\"NCCL_P2P_DISABLE\": {\"value\": \"maybe\", \"reason\": \"r\"}}}}"}},
+         "{\"profile\": {\"nccl\": {\"NCCL_P2P_DISABLE\": {\"value\": \"maybe\", \"reason\": "
+         "\"r\"}}}}"}},
        {"hpclaunch.json: profile.nccl.NCCL_P2P_DISABLE.value", "\"maybe\" is not 0, 1 or auto"}},
       // "...; host names cannot contain spaces, commas or brackets": no "pass each host ...".
       {"compress a host name with a comma",
@@ -689,8 +688,7 @@ TEST_CASE("bad input: every rejection says how to fix it", "[bad-input]") {
 // UNCLEAR: parse_json_text() reports nlohmann's e.byte - 1, which is the LAST character of the
 // offending token: for `  "qos": "x"` after a missing comma it says 3:7 (the closing quote of
 // "qos"), not 3:3 where the token starts.
-TEST_CASE("bad input: JSON error column points at the start of the bad token",
-          "[bad-input]") {
+TEST_CASE("bad input: JSON error column points at the start of the bad token", "[bad-input]") {
   check_bad_input({"missing comma before a string key",
                    render_args({"--cluster", "c"}),
                    {{"hp1/clusters/c.json", "{\n  \"partition\": \"gpu\"\n  \"qos\": \"x\"\n}\n"}},
@@ -704,7 +702,8 @@ TEST_CASE("bad input: sweep and tune on the local backend, tune grids", "[bad-in
       {"sweep --local with a 2-node preset",
        {"sweep", "--presets", "1n1g,2n2g", "--strategy", "ddp", "--local", "--out", "sw"},
        {},
-       {"--presets: preset 2n2g has 2 nodes, but the local backend runs one node", "use 1-node presets"}},
+       {"--presets: preset 2n2g has 2 nodes, but the local backend runs one node",
+        "use 1-node presets"}},
       {"tune --local with a 2-node preset",
        {"tune", "--preset", "2n2g", "--local"},
        {},

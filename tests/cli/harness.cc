@@ -132,9 +132,12 @@ std::map<std::string, std::string> Sandbox::snapshot() const {
   for (auto it = fs::recursive_directory_iterator(root_); it != fs::recursive_directory_iterator();
        ++it) {
     std::string rel = fs::relative(it->path(), root_).string();
-    if (it->is_directory()) out[rel] = "dir";
-    else if (it->is_regular_file()) out[rel] = "file:" + read_file(it->path());
-    else out[rel] = "other";
+    if (it->is_directory())
+      out[rel] = "dir";
+    else if (it->is_regular_file())
+      out[rel] = "file:" + read_file(it->path());
+    else
+      out[rel] = "other";
   }
   return out;
 }

@@ -15,8 +15,8 @@ namespace cli_test {
 namespace fs = std::filesystem;
 
 struct Run {
-  int status = -1;       // exit status, or -1 when the program was killed by a signal
-  int signal = 0;        // the signal that ended it
+  int status = -1;  // exit status, or -1 when the program was killed by a signal
+  int signal = 0;   // the signal that ended it
   bool timed_out = false;
   std::string out, err;  // everything it wrote to stdout and stderr
 

@@ -51,7 +51,8 @@ std::vector<Hostile> hostile_values(const std::string& root) {
       {"braces and percent", "${HOME} %x %j {{x}} {{{y}}} <&>|!~"},
   };
   for (auto& h : values) {
-    for (size_t at; (at = h.value.find("{root}")) != std::string::npos;) h.value.replace(at, 6, root);
+    for (size_t at; (at = h.value.find("{root}")) != std::string::npos;)
+      h.value.replace(at, 6, root);
   }
   return values;
 }
@@ -69,9 +70,9 @@ bool trips_shellcheck_today(const std::string& s) {
 }
 
 const std::vector<std::string> kDirectiveKeys = {
-    "job.name",          "job.output",         "job.error",           "job.chdir",
-    "profile.partition", "profile.account",    "profile.qos",         "profile.constraint",
-    "profile.reservation"};
+    "job.name",    "job.output",         "job.error",
+    "job.chdir",   "profile.partition",  "profile.account",
+    "profile.qos", "profile.constraint", "profile.reservation"};
 
 void set_path(json& doc, const std::string& dotted, const json& value) {
   json* node = &doc;
@@ -119,8 +120,8 @@ HostileRender render_hostile(const Sandbox& sb, const std::string& v, const std:
   set_path(doc, "trainer.args", file_args);
   sb.write("work/hpclaunch.json", doc.dump(2) + "\n");
 
-  h.command = {"render", "--preset", "1n2g", "--strategy", "ddp", "-o", file,
-               "--", v, "--flag=" + v};
+  h.command = {"render", "--preset", "1n2g", "--strategy", "ddp", "-o",
+               file,     "--",       v,      "--flag=" + v};
   h.trainer_args = {v, "", "pre" + v + "post", v, "--flag=" + v};
   h.run = sb.hpclaunch(h.command);
   if (h.run.status == 0) h.script = read_file(sb.work() / file);
@@ -190,7 +191,8 @@ void check_hostile_script(const Sandbox& sb, const HostileRender& h) {
 
   // Reasons become comment lines, one per line of the reason, beside their variable.
   bool only_newlines = true;
-  for (char c : h.value) only_newlines = only_newlines && (c == '\n' || !has_control_chars(std::string(1, c)));
+  for (char c : h.value)
+    only_newlines = only_newlines && (c == '\n' || !has_control_chars(std::string(1, c)));
   if (only_newlines) {
     auto lines = split_lines(h.script);
     for (const auto& reason_line : split_lines(h.value + "\n")) {
@@ -216,7 +218,8 @@ void check_hostile_script(const Sandbox& sb, const HostileRender& h) {
 }
 
 // shellcheck over several scripts at once (one process: ~0.2 s instead of ~0.2 s each).
-void check_shellcheck_clean(const std::vector<std::pair<std::string, std::string>>& labelled_values) {
+void check_shellcheck_clean(
+    const std::vector<std::pair<std::string, std::string>>& labelled_values) {
   std::string shellcheck = find_program("shellcheck");
   if (shellcheck.empty()) return hpc::test::missing_prerequisite("shellcheck is not installed");
   Sandbox sb;
@@ -237,8 +240,7 @@ void check_shellcheck_clean(const std::vector<std::pair<std::string, std::string
 
 }  // namespace
 
-TEST_CASE("hostile values stay literal: from files and after --, run with stub srun",
-          "[hostile]") {
+TEST_CASE("hostile values stay literal: from files and after --, run with stub srun", "[hostile]") {
   const auto labels = hostile_values("");
   for (size_t i = 0; i < labels.size(); ++i) {
     DYNAMIC_SECTION(labels[i].label) {
@@ -260,14 +262,27 @@ TEST_CASE("hostile values stay literal: through --set", "[hostile]") {
       std::string v = hostile_values(sb.root().string())[i].value;
       std::string dv = has_control_chars(v) ? "stand-in" : v;
       std::vector<std::string> command = {
-          "render", "--preset", "1n2g", "--strategy", "ddp", "-o", "job.sbatch",
-          "--set", "job.name=" + dv,
-          "--set", "profile.partition=" + dv,
-          "--set", "trainer.program=" + v,
-          "--set", "profile.env.HPC_SET.value=" + v,
-          "--set", "profile.nccl.NCCL_SET=" + json{{"value", v}, {"reason", v}}.dump(),
-          "--set", "profile.modules=" + json::array({v}).dump(),
-          "--", v};
+          "render",
+          "--preset",
+          "1n2g",
+          "--strategy",
+          "ddp",
+          "-o",
+          "job.sbatch",
+          "--set",
+          "job.name=" + dv,
+          "--set",
+          "profile.partition=" + dv,
+          "--set",
+          "trainer.program=" + v,
+          "--set",
+          "profile.env.HPC_SET.value=" + v,
+          "--set",
+          "profile.nccl.NCCL_SET=" + json{{"value", v}, {"reason", v}}.dump(),
+          "--set",
+          "profile.modules=" + json::array({v}).dump(),
+          "--",
+          v};
       Run r = sb.hpclaunch(command);
       INFO(r.describe());
       REQUIRE(r.status == 0);
@@ -304,12 +319,14 @@ TEST_CASE("hostile values: a newline in an #SBATCH field is refused", "[hostile]
       Sandbox sb;
       json doc = json::object();
       std::string v = "ok\n#SBATCH --nodes=99";
-      if (key == "profile.sbatch_extra") set_path(doc, key, json::array({"--comment=" + v}));
-      else set_path(doc, key, v);
+      if (key == "profile.sbatch_extra")
+        set_path(doc, key, json::array({"--comment=" + v}));
+      else
+        set_path(doc, key, v);
       sb.write("work/hpclaunch.json", doc.dump());
       auto before = sb.snapshot();
-      Run r = sb.hpclaunch({"render", "--preset", "1n2g", "-o", "job.sbatch", "--spec-out",
-                            "spec.json"});
+      Run r = sb.hpclaunch(
+          {"render", "--preset", "1n2g", "-o", "job.sbatch", "--spec-out", "spec.json"});
       INFO(r.describe());
       CHECK(r.status == 2);
       CHECK(r.out.empty());
@@ -359,13 +376,12 @@ TEST_CASE("hostile values: shellcheck finds nothing (values without $, ` or \\)"
   check_shellcheck_clean(values);
 }
 
-// BUG: shell_quote() puts these values in single quotes, and shellcheck reports SC2016 ("Expressions
-// don't expand in single quotes") for '$(touch CANARY)', '`...`' and '$HOME', and SC1003 for a
-// backslash right before a closing quote ('\' or '\'\'''), in the module, export and hpc_train
-// lines. The brief wants zero findings for every script; e.g. double-quote such values with
-// \ before $ ` " \, or precede the line with "# shellcheck disable=SC2016,SC1003".
-TEST_CASE("hostile values: shellcheck finds nothing (values with $, ` or \\)",
-          "[hostile]") {
+// BUG: shell_quote() puts these values in single quotes, and shellcheck reports SC2016
+// ("Expressions don't expand in single quotes") for '$(touch CANARY)', '`...`' and '$HOME', and
+// SC1003 for a backslash right before a closing quote ('\' or '\'\'''), in the module, export and
+// hpc_train lines. The brief wants zero findings for every script; e.g. double-quote such values
+// with \ before $ ` " \, or precede the line with "# shellcheck disable=SC2016,SC1003".
+TEST_CASE("hostile values: shellcheck finds nothing (values with $, ` or \\)", "[hostile]") {
   std::vector<std::pair<std::string, std::string>> values;
   for (const auto& h : hostile_values("/tmp"))
     if (trips_shellcheck_today(h.value)) values.emplace_back(h.label, h.value);
@@ -388,8 +404,8 @@ TEST_CASE("job script: USR1 reaches srun and the job requeues itself", "[hostile
     CHECK(read_file(sb.root() / "log" / "requeue") == "requeue 4242\n");
   }
   SECTION("after max_requeues restarts: not requeued again, the job fails with 75 and says why") {
-    Run job = run_job_script(sb, "job.sbatch",
-                             {"STUB_SRUN_USR1_PARENT=1", "SLURM_RESTART_COUNT=3"});
+    Run job =
+        run_job_script(sb, "job.sbatch", {"STUB_SRUN_USR1_PARENT=1", "SLURM_RESTART_COUNT=3"});
     INFO(job.describe());
     CHECK(job.status == 75);
     CHECK_FALSE(fs::exists(sb.root() / "log" / "requeue"));
@@ -407,28 +423,28 @@ TEST_CASE("job script: jsc modules, NCCL variables and MASTER_ADDR from the IB h
           "[hostile][rendezvous]") {
   Sandbox sb;
   install_slurm_stubs(sb);
-  Run r = sb.hpclaunch({"render", "--preset", "2n4g", "--cluster", "jsc", "--strategy", "fsdp",
-                        "--set", "profile.account=proj", "-o", "job.sbatch", "--", "--model",
-                        "tiny"});
+  Run r =
+      sb.hpclaunch({"render", "--preset", "2n4g", "--cluster", "jsc", "--strategy", "fsdp", "--set",
+                    "profile.account=proj", "-o", "job.sbatch", "--", "--model", "tiny"});
   INFO(r.describe());
   REQUIRE(r.status == 0);
   Run job = run_job_script(sb, "job.sbatch");
   INFO(job.describe());
   REQUIRE(job.status == 0);
   CHECK(read_file(sb.root() / "log" / "getent") == "node01i\n");
-  CHECK(module_calls(sb) == std::vector<std::vector<std::string>>{
-                                {"load", "Stages/2024"}, {"load", "GCC"}, {"load", "CUDA"},
-                                {"load", "NCCL"}});
+  CHECK(module_calls(sb) ==
+        std::vector<std::vector<std::string>>{
+            {"load", "Stages/2024"}, {"load", "GCC"}, {"load", "CUDA"}, {"load", "NCCL"}});
   auto env = srun_env(sb);
   CHECK(env["NCCL_IB_TIMEOUT"] == "50");
   CHECK(env["NCCL_IB_RETRY_CNT"] == "10");
   CHECK(env["UCX_RC_TIMEOUT"] == "4s");
   CHECK(env["MASTER_ADDR"] == "127.0.0.1");
   CHECK(env["MASTER_PORT"] == "24242");
-  CHECK(srun_argv(sb) == std::vector<std::string>{
-                             "--kill-on-bad-exit=1", "--wait=60", "--ntasks-per-node=4",
-                             "--cpus-per-task=8", "--label", "hpctrain", "train", "--strategy",
-                             "fsdp", "--model", "tiny"});
+  CHECK(srun_argv(sb) == std::vector<std::string>{"--kill-on-bad-exit=1", "--wait=60",
+                                                  "--ntasks-per-node=4", "--cpus-per-task=8",
+                                                  "--label", "hpctrain", "train", "--strategy",
+                                                  "fsdp", "--model", "tiny"});
 }
 
 TEST_CASE("job script: NCCL_P2P_DISABLE=auto decides from nvidia-smi topo -m",

@@ -26,8 +26,7 @@ Resolved render(const Sandbox& sb, std::vector<std::string> args) {
   Run r = sb.hpclaunch(argv);
   INFO(r.describe());
   REQUIRE(r.status == 0);
-  return {json::parse(read_file(sb.work() / "spec.json")),
-          read_file(sb.work() / "job.sbatch")};
+  return {json::parse(read_file(sb.work() / "spec.json")), read_file(sb.work() / "job.sbatch")};
 }
 
 bool has_line(const std::string& script, const std::string& line) {
@@ -107,8 +106,7 @@ TEST_CASE("layering: a user clusters/NAME.json extending its own name builds on 
   CHECK(files[1] == (sb.user_dir() / "clusters" / "jsc.json").string());
 }
 
-TEST_CASE("layering: HPCLAUNCH_PATH over $XDG_CONFIG_HOME, its first entry first",
-          "[layering]") {
+TEST_CASE("layering: HPCLAUNCH_PATH over $XDG_CONFIG_HOME, its first entry first", "[layering]") {
   Sandbox sb;
   sb.write("xdg/hpclaunch/defaults.json", "{\"job\": {\"name\": \"xdg\"}}");
   sb.write("hp2/defaults.json", "{\"job\": {\"name\": \"hp2\", \"srun_wait\": 22}}");
@@ -196,8 +194,7 @@ TEST_CASE("layering: flags and --set over ./hpclaunch.json, later --set wins", "
 
 TEST_CASE("layering: -- ARGS append to trainer.args from hpclaunch.json", "[layering]") {
   Sandbox sb;
-  sb.write("work/hpclaunch.json",
-           "{\"trainer\": {\"args\": [\"--model\", \"tiny\"]}}");
+  sb.write("work/hpclaunch.json", "{\"trainer\": {\"args\": [\"--model\", \"tiny\"]}}");
   auto r = render(sb, {"--preset", "1n2g", "--", "--max-steps", "5", "--", "x y"});
   CHECK(r.spec["trainer"]["args"] ==
         json::array({"--model", "tiny", "--max-steps", "5", "--", "x y"}));
@@ -217,9 +214,9 @@ TEST_CASE("layering: null in a layer removes a key", "[layering]") {
     CHECK(has_line(r.script, "export NCCL_IB_RETRY_CNT=10"));
   }
   SECTION("from --set") {
-    auto r = render(sb, {"--preset", "2n4g", "--cluster", "jsc", "--set", "profile.account=p",
-                         "--set", "profile.nccl.NCCL_IB_RETRY_CNT=null", "--set",
-                         "profile.modules=null"});
+    auto r =
+        render(sb, {"--preset", "2n4g", "--cluster", "jsc", "--set", "profile.account=p", "--set",
+                    "profile.nccl.NCCL_IB_RETRY_CNT=null", "--set", "profile.modules=null"});
     CHECK_FALSE(r.spec["profile"]["nccl"].contains("NCCL_IB_RETRY_CNT"));
     CHECK(r.spec["profile"]["nccl"].contains("NCCL_IB_TIMEOUT"));
     CHECK_FALSE(r.spec["profile"].contains("modules"));

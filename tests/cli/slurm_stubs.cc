@@ -72,16 +72,15 @@ std::vector<std::string> job_env(const Sandbox& sb, const std::vector<std::strin
 
 Run run_job_script(const Sandbox& sb, const std::string& script,
                    const std::vector<std::string>& extra_env) {
-  return spawn({"/bin/bash", script}, sb.work(), job_env(sb, extra_env),
-               std::chrono::seconds(30));
+  return spawn({"/bin/bash", script}, sb.work(), job_env(sb, extra_env), std::chrono::seconds(30));
 }
 
 std::vector<std::vector<std::string>> sbatch_directive_args(const std::string& script) {
   std::vector<std::vector<std::string>> out;
   for (const auto& line : split_lines(script)) {
     size_t first = line.find_first_not_of(" \t");
-    if (first == std::string::npos) continue;      // blank
-    if (line[first] != '#') break;                 // first command: sbatch stops reading
+    if (first == std::string::npos) continue;     // blank
+    if (line[first] != '#') break;                // first command: sbatch stops reading
     if (line.rfind("#SBATCH", 0) != 0) continue;  // an ordinary comment
     std::vector<std::string> args;
     std::string rest = line.substr(7), arg;
@@ -96,8 +95,10 @@ std::vector<std::vector<std::string>> sbatch_directive_args(const std::string& s
         escape = true;
         in_arg = true;
       } else if (quote) {
-        if (c == quote) quote = 0;
-        else arg += c;
+        if (c == quote)
+          quote = 0;
+        else
+          arg += c;
       } else if (c == '\'' || c == '"') {
         quote = c;
         in_arg = true;
@@ -123,8 +124,10 @@ std::map<std::string, std::string> sbatch_options(const std::string& script) {
   for (const auto& args : sbatch_directive_args(script)) {
     for (const auto& a : args) {
       size_t eq = a.find('=');
-      if (eq == std::string::npos) opts[a] = "";
-      else opts[a.substr(0, eq)] = a.substr(eq + 1);
+      if (eq == std::string::npos)
+        opts[a] = "";
+      else
+        opts[a.substr(0, eq)] = a.substr(eq + 1);
     }
   }
   return opts;
@@ -133,8 +136,8 @@ std::map<std::string, std::string> sbatch_options(const std::string& script) {
 std::vector<std::string> canaries(const Sandbox& sb) {
   std::vector<std::string> found;
   fs::path keep = sb.work() / "CANARY_DIR";
-  for (auto it = fs::recursive_directory_iterator(sb.root()); it != fs::recursive_directory_iterator();
-       ++it) {
+  for (auto it = fs::recursive_directory_iterator(sb.root());
+       it != fs::recursive_directory_iterator(); ++it) {
     const fs::path& p = it->path();
     if (p == keep || p.parent_path() == keep) continue;
     if (p.filename().string().find("CANARY") != std::string::npos) found.push_back(p.string());

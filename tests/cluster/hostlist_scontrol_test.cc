@@ -217,9 +217,9 @@ TEST_CASE("scontrol itself: what the generator relies on", "[hostlist][scontrol]
   CHECK(scontrol_hostnames("a[1-2]b[1-2]c[1-2]").hosts ==
         Hosts{"a1b1c1", "a1b1c2", "a2b1c1", "a2b1c2", "a1b2c1", "a1b2c2", "a2b2c1", "a2b2c2"});
   CHECK(scontrol_hostnames("a[1-2]b[3-4]c[5-6]d[7-8]").hosts ==
-        Hosts{"a1b3c5d7", "a1b3c5d8", "a2b3c5d7", "a2b3c5d8", "a1b4c5d7", "a1b4c5d8",
-              "a2b4c5d7", "a2b4c5d8", "a1b3c6d7", "a1b3c6d8", "a2b3c6d7", "a2b3c6d8",
-              "a1b4c6d7", "a1b4c6d8", "a2b4c6d7", "a2b4c6d8"});
+        Hosts{"a1b3c5d7", "a1b3c5d8", "a2b3c5d7", "a2b3c5d8", "a1b4c5d7", "a1b4c5d8", "a2b4c5d7",
+              "a2b4c5d8", "a1b3c6d7", "a1b3c6d8", "a2b3c6d7", "a2b3c6d8", "a1b4c6d7", "a1b4c6d8",
+              "a2b4c6d7", "a2b4c6d8"});
   // Nothing may follow a bracket, not even in what `show hostlist` itself would write.
   CHECK_FALSE(scontrol_hostnames("node[01-02]i").error.empty());
   CHECK(run_process({"scontrol", "show", "hostlist", "node01i,node02i"}).out ==
@@ -241,8 +241,8 @@ TEST_CASE("HostList::expand agrees with scontrol show hostnames", "[hostlist][sc
   }
   WARN(expressions.size() << " expressions compared in order (seed " << seed() << "): by the most "
                           << "groups in an item, 0: " << by_groups[0] << ", 1: " << by_groups[1]
-                          << ", 2: " << by_groups[2] << ", 3: " << by_groups[3] << ", 4: "
-                          << by_groups[4]);
+                          << ", 2: " << by_groups[2] << ", 3: " << by_groups[3]
+                          << ", 4: " << by_groups[4]);
   CHECK(expressions.size() >= 200);
   CHECK(by_groups[3] + by_groups[4] >= 20);
 }
@@ -250,8 +250,8 @@ TEST_CASE("HostList::expand agrees with scontrol show hostnames", "[hostlist][sc
 TEST_CASE("HostList::expand rejects what scontrol rejects", "[hostlist][scontrol]") {
   // Only forms both reject; Slurm's own leniencies ("x[1-2" -> "x]", "x[1-]" -> "x1") and our
   // deliberate one (text after the last bracket) are left out.
-  for (const std::string expr : {"x[7-5]", "x[a-b]", "x[1-2]]", "x[[1-2]]", "x[-2]", "x[1--2]",
-                                 "x[]", "x[1-2,]"}) {
+  for (const std::string expr :
+       {"x[7-5]", "x[a-b]", "x[1-2]]", "x[[1-2]]", "x[-2]", "x[1--2]", "x[]", "x[1-2,]"}) {
     INFO("expression: " << expr);
     CHECK_FALSE(scontrol_hostnames(expr).error.empty());
     Hosts ours;

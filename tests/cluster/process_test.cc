@@ -22,5 +22,6 @@ TEST_CASE("run_process names the command and how it ended in one line", "[proces
   CHECK(slow.summary() == "`sleep 30` timed out killed by signal 9");
 
   auto missing = run_process({"hpc-no-such-program-here"});
-  CHECK(missing.summary() == "`hpc-no-such-program-here` could not start: No such file or directory");
+  CHECK(missing.summary() ==
+        "`hpc-no-such-program-here` could not start: No such file or directory");
 }

@@ -79,15 +79,16 @@ std::map<int, TaskLine> parse_tasks(const std::string& output) {
 TEST_CASE("a 2-node job with 2 tasks per node sees its ranks, hosts and GPUs", "[slurm][job]") {
   const std::string dir = job_dir("two_nodes");
   const std::string script = write_script(dir, R"SH(
-srun bash -c 'echo "rank $SLURM_PROCID node $SLURM_NODEID local $SLURM_LOCALID host $(hostname) gpus ${CUDA_VISIBLE_DEVICES:-none}"'
+srun bash -c 'echo "rank $SLURM_PROCID node $SLURM_NODEID local $SLURM_LOCALID \
+host $(hostname) gpus ${CUDA_VISIBLE_DEVICES:-none}"'
 echo "nodelist $(scontrol show hostnames "$SLURM_JOB_NODELIST" | tr '\n' ' ')"
 )SH");
   ProcessOptions opts;
   opts.timeout = std::chrono::seconds(120);
-  const auto r = run_process({"sbatch", "--parsable", "--wait", "--job-name=hpc-smoke", "--nodes=2",
-                              "--ntasks-per-node=2", "--gpus-per-node=2", "--time=2",
-                              "--output=" + dir + "/out.txt", script},
-                             opts);
+  const auto r = run_process(
+      {"sbatch", "--parsable", "--wait", "--job-name=hpc-smoke", "--nodes=2", "--ntasks-per-node=2",
+       "--gpus-per-node=2", "--time=2", "--output=" + dir + "/out.txt", script},
+      opts);
   INFO(r.summary() << "\noutput:\n" << read_file(dir + "/out.txt"));
   REQUIRE(r.ok());
   const std::string job_id = output_lines(r.out).at(0);
@@ -109,8 +110,8 @@ echo "nodelist $(scontrol show hostnames "$SLURM_JOB_NODELIST" | tr '\n' ' ')"
 TEST_CASE("a failing job stays visible to scontrol as FAILED with its exit code", "[slurm][job]") {
   const std::string dir = job_dir("exit3");
   const std::string script = write_script(dir, "exit 3\n");
-  const auto r = run_process(
-      {"sbatch", "--parsable", "--wait", "--output=" + dir + "/out.txt", script});
+  const auto r =
+      run_process({"sbatch", "--parsable", "--wait", "--output=" + dir + "/out.txt", script});
   INFO(r.summary());
   CHECK(r.exit_code == 3);  // sbatch --wait exits with the job's status
   const std::string job_id = output_lines(r.out).at(0);
@@ -127,8 +128,8 @@ TEST_CASE("the 2n4g preset shape fits and an impossible one is refused at submis
   CHECK(fits.exit_code == 0);
   CHECK(fits.err.find("to start at") != std::string::npos);
 
-  const auto too_many_gpus = run_process(
-      {"sbatch", "--test-only", "--nodes=2", "--gpus-per-node=5", "--wrap=true"});
+  const auto too_many_gpus =
+      run_process({"sbatch", "--test-only", "--nodes=2", "--gpus-per-node=5", "--wrap=true"});
   INFO(too_many_gpus.summary());
   CHECK(too_many_gpus.exit_code != 0);
   const auto too_many_nodes = run_process({"sbatch", "--parsable", "--nodes=3", "--wrap=true"});
@@ -136,8 +137,7 @@ TEST_CASE("the 2n4g preset shape fits and an impossible one is refused at submis
   CHECK(too_many_nodes.exit_code != 0);  // EnforcePartLimits=ALL: fails now, does not pend
 }
 
-TEST_CASE("node names and their InfiniBand aliases resolve, also inside a job",
-          "[slurm][hosts]") {
+TEST_CASE("node names and their InfiniBand aliases resolve, also inside a job", "[slurm][hosts]") {
   for (const std::string name : {"node01", "node01i", "node02", "node02i"}) {
     const auto r = run_process({"getent", "hosts", name});
     INFO(r.summary());

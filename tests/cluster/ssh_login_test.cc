@@ -53,7 +53,8 @@ TEST_CASE("a login node whose host key does not match known_hosts is refused", "
   const std::string dir = testcluster_dir() + "/jobs";
   REQUIRE(run_process({"mkdir", "-p", dir}).ok());
   const auto known = run_process({"cat", testcluster_dir() + "/ssh/known_hosts"});
-  const auto client_key = run_process({"cut", "-d ", "-f1,2", testcluster_dir() + "/ssh/id_ed25519.pub"});
+  const auto client_key =
+      run_process({"cut", "-d ", "-f1,2", testcluster_dir() + "/ssh/id_ed25519.pub"});
   REQUIRE(known.ok());
   REQUIRE(client_key.ok());
   const std::string host = known.out.substr(0, known.out.find(' '));  // "[127.0.0.1]:2222"

@@ -35,7 +35,8 @@ TEST_CASE("a rendered 1n2g script runs: ranks, rendezvous, labels, the run direc
   REQUIRE(!submitted.job_id.empty());
   CHECK(submitted.run_dir == (box.runs() / ("hpclaunch-" + submitted.job_id)).string());
   CHECK(read_file(fs::path(submitted.run_dir) / "script.sbatch") == script);
-  CHECK((fs::status(fs::path(submitted.run_dir) / "script.sbatch").permissions() & fs::perms::owner_exec) != fs::perms::none);
+  CHECK((fs::status(fs::path(submitted.run_dir) / "script.sbatch").permissions() &
+         fs::perms::owner_exec) != fs::perms::none);
   CHECK(read_file(fs::path(submitted.run_dir) / "spec.json") == "{}\n");
   CHECK(fs::read_symlink(fs::path(submitted.run_dir) / "bin" / "srun") == hpclaunch_binary());
 
@@ -73,8 +74,8 @@ TEST_CASE("a rendered 1n2g script runs: ranks, rendezvous, labels, the run direc
   }
   CHECK(ranks == std::set<std::string>{"0", "1"});
   CHECK(lines_with(out, "on stderr").size() == 2);
-  CHECK(out.find("hpclaunch: job " + submitted.job_id + ": 1 node(s), MASTER_ADDR=127.0.0.1 (localhost)") !=
-        std::string::npos);
+  CHECK(out.find("hpclaunch: job " + submitted.job_id +
+                 ": 1 node(s), MASTER_ADDR=127.0.0.1 (localhost)") != std::string::npos);
 
   // read_log reads the same file, from an offset.
   auto chunk = backend.read_log(s.stdout_path, 0, 1 << 20);
@@ -89,7 +90,8 @@ TEST_CASE("a rendered 1n2g script runs: ranks, rendezvous, labels, the run direc
   CHECK(state->end_time >= state->start_time);
 }
 
-TEST_CASE("a failing rank fails the job, kill-on-bad-exit ends the other rank: 143, as Slurm's srun") {
+TEST_CASE(
+    "a failing rank fails the job, kill-on-bad-exit ends the other rank: 143, as Slurm's srun") {
   Sandbox box;
   auto backend = box.backend();
   auto submitted = backend.submit(box.request(box.render("1n2g", "fail")));
@@ -132,7 +134,8 @@ TEST_CASE("cancel ends every process of the job within seconds, cancelling again
   CHECK(s.state == "CANCELLED");
   CHECK(s.exit_signal == 15);
   CHECK(seconds < 4);
-  CHECK(out.find("*** JOB " + submitted.job_id + " ON localhost CANCELLED AT") != std::string::npos);
+  CHECK(out.find("*** JOB " + submitted.job_id + " ON localhost CANCELLED AT") !=
+        std::string::npos);
   CHECK(out.find("survived") == std::string::npos);
   CHECK(hpc::processes_in_session(state->pgid).empty());
   CHECK(kill(-state->pgid, 0) != 0);  // not even the process group is left
@@ -152,7 +155,9 @@ TEST_CASE("status and cancel of a job that is not there") {
 
 TEST_CASE("concurrent submits get distinct job ids") {
   Sandbox box;
-  const std::string script = "#!/bin/bash\n#SBATCH --job-name=many\n#SBATCH --output=o-%j.txt\necho \"job $SLURM_JOB_ID\"\n";
+  const std::string script =
+      "#!/bin/bash\n#SBATCH --job-name=many\n#SBATCH --output=o-%j.txt\necho \"job "
+      "$SLURM_JOB_ID\"\n";
   constexpr int kThreads = 6;
   std::vector<std::string> ids(kThreads);
   std::vector<std::string> errors(kThreads);
@@ -185,8 +190,9 @@ TEST_CASE("a 2-node script is refused as bad input, nothing submitted") {
   auto backend = box.backend();
   std::string script = box.render("2n2g", "ok");
   CHECK_THROWS_AS(backend.submit(box.request(script)), hpc::UserError);
-  CHECK_THROWS_WITH(backend.submit(box.request(script)),
-                    Catch::Contains("the local backend runs one node; use a 1nXg preset or a Slurm backend"));
+  CHECK_THROWS_WITH(
+      backend.submit(box.request(script)),
+      Catch::Contains("the local backend runs one node; use a 1nXg preset or a Slurm backend"));
   CHECK(fs::is_empty(box.runs()));
 }
 
@@ -206,7 +212,8 @@ TEST_CASE("bad #SBATCH values and a missing output directory are refused before 
 TEST_CASE("output and error patterns: separate files, absolute paths, Slurm's default name") {
   Sandbox box;
   auto backend = box.backend();
-  auto request = box.request("#!/bin/bash\n#SBATCH --job-name=pat\necho out; echo err >&2; exit 4\n");
+  auto request =
+      box.request("#!/bin/bash\n#SBATCH --job-name=pat\necho out; echo err >&2; exit 4\n");
   request.output = (box.root() / "logs-%x-%j.out").string();
   request.error = "err-%j.txt";
   auto submitted = backend.submit(request);
@@ -218,7 +225,9 @@ TEST_CASE("output and error patterns: separate files, absolute paths, Slurm's de
   CHECK(read_file(s.stdout_path) == "out\n");
   CHECK(read_file(s.stderr_path) == "err\n");
 
-  auto plain = backend.submit(box.request("#!/bin/bash\necho \"$SLURM_JOB_NAME $SLURM_NTASKS $SLURM_JOB_NUM_NODES $SLURM_SUBMIT_DIR $(pwd)\"\n"));
+  auto plain =
+      backend.submit(box.request("#!/bin/bash\necho \"$SLURM_JOB_NAME $SLURM_NTASKS "
+                                 "$SLURM_JOB_NUM_NODES $SLURM_SUBMIT_DIR $(pwd)\"\n"));
   auto p = wait_for_end(backend, plain.job_id);
   CHECK(p.state == "COMPLETED");
   CHECK(p.stdout_path == plain.run_dir + "/slurm-" + plain.job_id + ".out");
@@ -309,7 +318,9 @@ TEST_CASE("time limit: USR1 to the batch shell before it, TIMEOUT at it") {
   CHECK(hpc::processes_in_session(state->pgid).empty());
 }
 
-TEST_CASE("requeue: USR1, checkpoint, scontrol requeue, the script runs again with SLURM_RESTART_COUNT=1") {
+TEST_CASE(
+    "requeue: USR1, checkpoint, scontrol requeue, the script runs again with "
+    "SLURM_RESTART_COUNT=1") {
   Sandbox box;
   auto backend = box.backend();
   auto submitted = backend.submit(box.request(box.render(
@@ -323,14 +334,16 @@ TEST_CASE("requeue: USR1, checkpoint, scontrol requeue, the script runs again wi
   CHECK(lines_with(out, "probe rank=1 checkpoint").size() == 1);
   CHECK(lines_with(out, "resumed").size() == 2);
   CHECK(lines_with(out, "restart=1").size() == 2);
-  CHECK(out.find("requeueing job " + submitted.job_id + " (restart 1 of at most 1)") != std::string::npos);
+  CHECK(out.find("requeueing job " + submitted.job_id + " (restart 1 of at most 1)") !=
+        std::string::npos);
   auto state = hpc::read_local_state(submitted.run_dir);
   REQUIRE(state);
   CHECK(state->restarts == 1);
   CHECK(state->max_restarts == 5);
 }
 
-TEST_CASE("requeue bound reached: the tasks stop with 75, the script says so, the job FAILS with 75") {
+TEST_CASE(
+    "requeue bound reached: the tasks stop with 75, the script says so, the job FAILS with 75") {
   Sandbox box;
   auto backend = box.backend();
   auto submitted = backend.submit(box.request(box.render(
@@ -342,8 +355,10 @@ TEST_CASE("requeue bound reached: the tasks stop with 75, the script says so, th
   CHECK(s.exit_code == 75);
   CHECK(s.restarts == 0);
   CHECK(lines_with(out, "checkpoint").size() >= 2);
-  CHECK(out.find("stopped for a requeue, but it was requeued 0 time(s) already (job.max_requeues = 0)") !=
-        std::string::npos);
+  CHECK(
+      out.find(
+          "stopped for a requeue, but it was requeued 0 time(s) already (job.max_requeues = 0)") !=
+      std::string::npos);
   CHECK(out.find("resumed") == std::string::npos);
 }
 
@@ -352,8 +367,9 @@ TEST_CASE("cancel: a job that ignores SIGTERM gets SIGKILL after KillWait") {
   hpc::LocalBackendOptions options;
   options.kill_wait_seconds = 1;
   auto backend = box.backend(options);
-  auto submitted = backend.submit(box.request(
-      "#!/bin/bash\n#SBATCH --output=out.txt\ntrap '' TERM\necho started\nsleep 30 &\nwait\necho survived\n"));
+  auto submitted =
+      backend.submit(box.request("#!/bin/bash\n#SBATCH --output=out.txt\ntrap '' TERM\necho "
+                                 "started\nsleep 30 &\nwait\necho survived\n"));
   auto running = backend.status(submitted.job_id);
   REQUIRE(wait_for_text(running.stdout_path, "started", 1));
   auto state = hpc::read_local_state(submitted.run_dir);
@@ -375,9 +391,10 @@ TEST_CASE("scontrol requeue is bounded by the restart limit and refused for --no
   options.max_restarts = 2;
   auto backend = box.backend(options);
   // A script that asks for a requeue on every run: it runs 1 + 2 times.
-  auto submitted = backend.submit(box.request(
-      "#!/bin/bash\n#SBATCH --output=out.txt\n#SBATCH --open-mode=append\n"
-      "echo \"run $SLURM_RESTART_COUNT\"\nscontrol requeue \"$SLURM_JOB_ID\" || echo \"refused $?\"\n"));
+  auto submitted = backend.submit(
+      box.request("#!/bin/bash\n#SBATCH --output=out.txt\n#SBATCH --open-mode=append\n"
+                  "echo \"run $SLURM_RESTART_COUNT\"\nscontrol requeue \"$SLURM_JOB_ID\" || echo "
+                  "\"refused $?\"\n"));
   auto s = wait_for_end(backend, submitted.job_id);
   std::string out = read_file(s.stdout_path);
   INFO(out);
@@ -390,8 +407,9 @@ TEST_CASE("scontrol requeue is bounded by the restart limit and refused for --no
   REQUIRE(state);
   CHECK(state->max_restarts == 2);
 
-  auto no_requeue = backend.submit(box.request(
-      "#!/bin/bash\n#SBATCH --no-requeue\nscontrol requeue \"$SLURM_JOB_ID\" || echo \"refused $?\"\n"));
+  auto no_requeue =
+      backend.submit(box.request("#!/bin/bash\n#SBATCH --no-requeue\nscontrol requeue "
+                                 "\"$SLURM_JOB_ID\" || echo \"refused $?\"\n"));
   auto n = wait_for_end(backend, no_requeue.job_id);
   CHECK(n.state == "COMPLETED");
   CHECK(n.restarts == 0);

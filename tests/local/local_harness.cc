@@ -29,7 +29,10 @@ while (($#)); do
   if [[ $1 == --mode ]]; then mode=$2; shift; fi
   shift
 done
-echo "probe rank=${SLURM_PROCID:-} local=${SLURM_LOCALID:-} node=${SLURM_NODEID:-} ntasks=${SLURM_NTASKS:-} step=${SLURM_STEP_ID:-} master=${MASTER_ADDR:-}:${MASTER_PORT:-} omp=${OMP_NUM_THREADS:-} cpus=${SLURM_CPUS_PER_TASK:-} restart=${SLURM_RESTART_COUNT:-} job=${SLURM_JOB_ID:-} cuda=${CUDA_VISIBLE_DEVICES:-none}"
+echo "probe rank=${SLURM_PROCID:-} local=${SLURM_LOCALID:-} node=${SLURM_NODEID:-} \
+ntasks=${SLURM_NTASKS:-} step=${SLURM_STEP_ID:-} master=${MASTER_ADDR:-}:${MASTER_PORT:-} \
+omp=${OMP_NUM_THREADS:-} cpus=${SLURM_CPUS_PER_TASK:-} restart=${SLURM_RESTART_COUNT:-} \
+job=${SLURM_JOB_ID:-} cuda=${CUDA_VISIBLE_DEVICES:-none}"
 echo "probe rank=${SLURM_PROCID:-} on stderr" >&2
 case $mode in
   ok) exit 0 ;;
@@ -49,8 +52,10 @@ case $mode in
     # Once stopping, the TERM that srun sends the others after the first 75 changes nothing
     # (hpctrain's TERM handler only asks for the stop that is already under way).
     stop_dir=".probe-stop-$SLURM_JOB_ID"
-    trap 'trap "" TERM; echo "probe rank=$SLURM_PROCID checkpoint"; mkdir -p "$stop_dir"; touch "$stop_dir/$SLURM_PROCID"
-          while (($(find "$stop_dir" -type f | wc -l) < SLURM_NTASKS)); do sleep 0.05; done; exit 75' USR1
+    trap 'trap "" TERM; echo "probe rank=$SLURM_PROCID checkpoint"
+          mkdir -p "$stop_dir"; touch "$stop_dir/$SLURM_PROCID"
+          while (($(find "$stop_dir" -type f | wc -l) < SLURM_NTASKS)); do sleep 0.05; done
+          exit 75' USR1
     for _ in $(seq 150); do sleep 0.2; done
     echo "probe rank=$SLURM_PROCID survived" ;;
   *) echo "probe: unknown mode $mode" >&2; exit 9 ;;
@@ -108,15 +113,17 @@ hpc::CommandResult Sandbox::hpclaunch(const std::vector<std::string>& args) cons
   hpc::CommandOptions o;
   o.cwd = work().string();
   o.timeout = std::chrono::seconds(60);
-  o.env = {"XDG_CONFIG_HOME=" + (root_ / "xdg").string(), "HPCLAUNCH_PATH=" + (root_ / "hp").string(),
-           "HPCLAUNCH_DATA_DIR=" HPC_TEST_SOURCE_DIR, "HOME=" + (root_ / "home").string()};
+  o.env = {"XDG_CONFIG_HOME=" + (root_ / "xdg").string(),
+           "HPCLAUNCH_PATH=" + (root_ / "hp").string(), "HPCLAUNCH_DATA_DIR=" HPC_TEST_SOURCE_DIR,
+           "HOME=" + (root_ / "home").string()};
   return hpc::run_command(argv, o);
 }
 
 std::string Sandbox::render(const std::string& preset, const std::string& mode,
                             const std::vector<std::string>& sets) const {
-  std::vector<std::string> args = {"render", "--no-project", "--cluster", "generic", "--strategy", "ddp",
-                                   "--preset", preset, "--set", "trainer.program=" + probe().string()};
+  std::vector<std::string> args = {
+      "render", "--no-project", "--cluster", "generic", "--strategy",
+      "ddp",    "--preset",     preset,      "--set",   "trainer.program=" + probe().string()};
   for (const auto& s : sets) {
     args.push_back("--set");
     args.push_back(s);

@@ -18,7 +18,8 @@ namespace fs = std::filesystem;
 std::string hpclaunch_binary();
 
 std::string read_file(const fs::path& path);
-void write_file(const fs::path& path, const std::string& content, fs::perms mode = fs::perms::owner_all);
+void write_file(const fs::path& path, const std::string& content,
+                fs::perms mode = fs::perms::owner_all);
 std::vector<std::string> lines_of(const std::string& text);
 // Lines of `text` that contain `needle`.
 std::vector<std::string> lines_with(const std::string& text, const std::string& needle);
@@ -46,7 +47,8 @@ class Sandbox {
   std::string render(const std::string& preset, const std::string& mode,
                      const std::vector<std::string>& sets = {}) const;
 
-  hpc::LocalBackend backend(hpc::LocalBackendOptions options = {}) const;  // hpclaunch as executable
+  hpc::LocalBackend backend(
+      hpc::LocalBackendOptions options = {}) const;  // hpclaunch as executable
   hpc::SubmitRequest request(const std::string& script) const;
 
  private:

@@ -44,7 +44,8 @@ TEST_CASE("srun: one process per task with its rank variables, labelled lines") 
   for (int rank = 0; rank < 3; ++rank) {
     std::string p = std::to_string(rank) + ": ";
     CHECK(lines_with(r.out, p + "rank=" + std::to_string(rank) + " local=" + std::to_string(rank) +
-                                " node=0 step=0 n=3/3 cpus=2 omp=7").size() == 1);
+                                " node=0 step=0 n=3/3 cpus=2 omp=7")
+              .size() == 1);
     // stderr stays stderr; a partial last line is flushed, labelled, on its own line.
     CHECK(lines_with(r.err, p + "err " + std::to_string(rank)).size() == 1);
     CHECK(lines_with(r.out, p + "tail " + std::to_string(rank)).size() == 1);
@@ -52,7 +53,8 @@ TEST_CASE("srun: one process per task with its rank variables, labelled lines") 
   CHECK(lines_of(r.out).size() == 6);
 }
 
-TEST_CASE("srun: labels are right-aligned to the width of the last rank, exit status is the largest") {
+TEST_CASE(
+    "srun: labels are right-aligned to the width of the last rank, exit status is the largest") {
   Shims s;
   auto r = s.shell("srun -n 11 -l bash -c 'echo x; exit $((SLURM_PROCID % 5))'");
   INFO(r.out << r.err);
@@ -67,11 +69,13 @@ TEST_CASE("srun: labels are right-aligned to the width of the last rank, exit st
   CHECK(plain.out == "hello\nhello\n");
 }
 
-TEST_CASE("srun: --kill-on-bad-exit ends the other tasks, their signal is srun's status, as Slurm's") {
+TEST_CASE(
+    "srun: --kill-on-bad-exit ends the other tasks, their signal is srun's status, as Slurm's") {
   Shims s;
   auto start = std::chrono::steady_clock::now();
-  auto r = s.shell("srun --kill-on-bad-exit=1 -n 2 -l bash -c "
-                   "'if ((SLURM_PROCID == 1)); then exit 3; fi; sleep 30; echo survived'");
+  auto r = s.shell(
+      "srun --kill-on-bad-exit=1 -n 2 -l bash -c "
+      "'if ((SLURM_PROCID == 1)); then exit 3; fi; sleep 30; echo survived'");
   auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO(r.out << r.err);
   // Slurm 22.05's srun on the test cluster, the same command: "task 1: Exited with exit code 3",
@@ -82,11 +86,14 @@ TEST_CASE("srun: --kill-on-bad-exit ends the other tasks, their signal is srun's
   CHECK(r.err.find("Terminating StepId") != std::string::npos);
   CHECK(lines_with(r.err, "task 1: Exited with exit code 3").size() == 1);
   CHECK(lines_with(r.err, "task 0: Terminated").size() == 1);
-  CHECK(r.err.find("task 1: Exited") < r.err.find("task 0: Terminated"));  // the first failure first
+  CHECK(r.err.find("task 1: Exited") <
+        r.err.find("task 0: Terminated"));  // the first failure first
 
   // A task killed by a signal counts as bad too.
   start = std::chrono::steady_clock::now();
-  auto killed = s.shell("srun -K -n 2 bash -c 'if ((SLURM_PROCID == 0)); then kill -9 $$; fi; sleep 30; echo survived'");
+  auto killed = s.shell(
+      "srun -K -n 2 bash -c 'if ((SLURM_PROCID == 0)); then kill -9 $$; fi; sleep 30; echo "
+      "survived'");
   seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   CHECK(killed.exit_code >= 128);
   CHECK(killed.out.find("survived") == std::string::npos);
@@ -104,7 +111,8 @@ TEST_CASE("srun: --kill-on-bad-exit ends the other tasks, their signal is srun's
 TEST_CASE("srun: --wait=N ends the rest N seconds after the first task exits") {
   Shims s;
   auto start = std::chrono::steady_clock::now();
-  auto r = s.shell("srun --wait=1 -n 2 bash -c 'if ((SLURM_PROCID == 1)); then exit 0; fi; sleep 30'");
+  auto r =
+      s.shell("srun --wait=1 -n 2 bash -c 'if ((SLURM_PROCID == 1)); then exit 0; fi; sleep 30'");
   auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO(r.out << r.err);
   CHECK(r.exit_code == 128 + 15);

@@ -4,8 +4,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "error.h"
 #include "backends/local_backend.h"
+#include "error.h"
 
 using hpc::parse_sbatch_options;
 using hpc::sbatch_script_arguments;
@@ -36,7 +36,8 @@ TEST_CASE("sbatch arguments: quotes, escapes, comments, and where the directives
   CHECK(texts("#!/bin/bash\n\n# note\n  # indented note\n#SBATCH -N 1\nset -e\n#SBATCH -N 2\n") ==
         std::vector<std::string>{"-N", "1"});
   // Only "#SBATCH" at the start of a line counts.
-  CHECK(texts(" #SBATCH -N 3\n##SBATCH -N 4\n#SBATCH -N 1\n") == std::vector<std::string>{"-N", "1"});
+  CHECK(texts(" #SBATCH -N 3\n##SBATCH -N 4\n#SBATCH -N 1\n") ==
+        std::vector<std::string>{"-N", "1"});
   auto args = sbatch_script_arguments("#!/bin/bash\n#SBATCH -J x\n\n#SBATCH --time=1\n");
   REQUIRE(args.size() == 3);
   CHECK(args[0].line == 2);

@@ -10,8 +10,9 @@
 
 using namespace slt;
 
-TEST_CASE("slurmctld down at submit: one clear line after bounded retries, exit 2, nothing submitted",
-          "[slurm][fault][submit]") {
+TEST_CASE(
+    "slurmctld down at submit: one clear line after bounded retries, exit 2, nothing submitted",
+    "[slurm][fault][submit]") {
   Workspace ws("ctld-down");
   ControllerRestarter restart_controller;  // declared after ws: runs before ws cancels its jobs
 
@@ -25,15 +26,17 @@ TEST_CASE("slurmctld down at submit: one clear line after bounded retries, exit 
   auto t0 = std::chrono::steady_clock::now();
   auto r = ws.hpclaunch(ws.job_args("submit", "1n1g"), {"SLURM_CONF=" + conf}, 180s);
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  INFO(r.summary() << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err << "\ntook " << took << " s");
+  INFO(r.summary() << "\nstdout:\n"
+                   << r.out << "\nstderr:\n"
+                   << r.err << "\ntook " << took << " s");
   CHECK(r.exit_code == 2);
   CHECK(r.out.empty());
   CHECK(count_nonempty_lines(r.err) == 1);
   CHECK(r.err.rfind("hpclaunch: error: ", 0) == 0);
-  CHECK(contains(r.err, "attempts"));         // it retried ...
-  CHECK(contains(r.err, "slurmctld"));        // ... and says what to check
-  CHECK(took > 10);                           // 2 + 4 + 8 s of back-off between the tries
-  CHECK(took < 60);                           // bounded
+  CHECK(contains(r.err, "attempts"));   // it retried ...
+  CHECK(contains(r.err, "slurmctld"));  // ... and says what to check
+  CHECK(took > 10);                     // 2 + 4 + 8 s of back-off between the tries
+  CHECK(took < 60);                     // bounded
   // Nothing written: no run directory.
   std::error_code ec;
   CHECK(!std::filesystem::exists(ws.work() + "/runs/" + ws.job_name(), ec));
@@ -84,8 +87,8 @@ TEST_CASE("slurmctld restarts while run follows: following resumes, the job's re
   INFO("stdout:\n" << live.text(LiveProcess::kOut) << "\nstderr:\n" << err);
   CHECK(code == 5);
   CHECK(contains(err, "job " + job + " FAILED with exit code 5"));
-  CHECK(contains(err, "retrying"));                       // it noticed the controller was gone
-  CHECK(contains(err, "reached the scheduler again"));    // and came back to the job
+  CHECK(contains(err, "retrying"));                     // it noticed the controller was gone
+  CHECK(contains(err, "reached the scheduler again"));  // and came back to the job
   CHECK(job_fields(job)["ExitCode"] == "5:0");
 }
 
@@ -137,12 +140,14 @@ TEST_CASE("slurmctld frozen at submit (replies lost): one job runs, extras cance
   // controller shows as many jobs as there were tries (or after 30 s).
   const int started = count_lines_with(read_file(tries), "start");
   INFO("sbatch tries: " << started);
-  wait_until([&] {
-    look();
-    return code != 0 || static_cast<int>(ids.size()) >= started;
-  }, 30s);
-  INFO("jobs named " << ws.job_name() << ": " << ids.size() << ", not cancelled before running: "
-                     << kept.size());
+  wait_until(
+      [&] {
+        look();
+        return code != 0 || static_cast<int>(ids.size()) >= started;
+      },
+      30s);
+  INFO("jobs named " << ws.job_name() << ": " << ids.size()
+                     << ", not cancelled before running: " << kept.size());
   if (code == 0) {
     // Submitted: exactly the one job it printed; any other try was cancelled before it ran.
     REQUIRE(kept.size() == 1);

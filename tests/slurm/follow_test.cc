@@ -1,8 +1,8 @@
 // `hpclaunch run` follows the job: exit status from the job's outcome (0, the job's own code,
 // 143 for CANCELLED, 124 for TIMEOUT), log lines streamed within 1 s of being written, and
 // PENDING shown with Slurm's reason while the cluster is full.
-#include <catch2/catch.hpp>
 #include <signal.h>
+#include <catch2/catch.hpp>
 
 #include <regex>
 #include <thread>
@@ -36,12 +36,15 @@ TEST_CASE("a job cancelled from outside while run follows: CANCELLED with when, 
   auto cancel = run({"scancel", job});
   REQUIRE(cancel.ok());
   int code = live.wait(60s);
-  INFO("stdout:\n" << live.text(LiveProcess::kOut) << "\nstderr:\n" << live.text(LiveProcess::kErr));
+  INFO("stdout:\n"
+       << live.text(LiveProcess::kOut) << "\nstderr:\n"
+       << live.text(LiveProcess::kErr));
   CHECK(code == 143);
   // "job N CANCELLED after 00:00:01 at 2026-11-22T05:34:57" (scontrol's EndTime; who cancelled
   // it only sacct knows, and this cluster has no accounting).
-  CHECK(std::regex_search(live.text(LiveProcess::kErr),
-                          std::regex("job " + job + " CANCELLED.* at \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d")));
+  CHECK(std::regex_search(
+      live.text(LiveProcess::kErr),
+      std::regex("job " + job + " CANCELLED.* at \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d")));
   CHECK(job_fields(job)["JobState"] == "CANCELLED");
 }
 
@@ -50,10 +53,12 @@ TEST_CASE("run streams each log line within 1 s of the job writing it", "[slurm]
   const auto argv = ws.hpclaunch_argv(ws.job_args("run", "1n1g"));
   const int ticks = 10;
   LiveProcess live(argv, ws.env({"PROBE_TICKS=" + std::to_string(ticks), "PROBE_TICK_SECONDS=0.5"}),
-                  ws.work());
+                   ws.work());
   REQUIRE(live.spawned());
   int code = live.wait(90s);
-  INFO("stdout:\n" << live.text(LiveProcess::kOut) << "\nstderr:\n" << live.text(LiveProcess::kErr));
+  INFO("stdout:\n"
+       << live.text(LiveProcess::kOut) << "\nstderr:\n"
+       << live.text(LiveProcess::kErr));
   REQUIRE(code == 0);
 
   // "0: tick I EPOCH": EPOCH is when the probe wrote it; the cluster runs on this machine, so
@@ -77,7 +82,8 @@ TEST_CASE("run streams each log line within 1 s of the job writing it", "[slurm]
   WARN("worst streaming delay: " << worst << " s");
 }
 
-TEST_CASE("run shows PENDING with Slurm's reason while the cluster is full", "[slurm][follow][pending]") {
+TEST_CASE("run shows PENDING with Slurm's reason while the cluster is full",
+          "[slurm][follow][pending]") {
   Workspace ws("pending");
   // A 2n4g job takes every GPU of the cluster for a minute.
   auto filler = ws.hpclaunch(ws.job_args("submit", "2n4g"), {"PROBE_SLEEP=60"});
@@ -109,11 +115,12 @@ TEST_CASE("run shows PENDING with Slurm's reason while the cluster is full", "[s
 
 // Slurm counts time limits in whole minutes and checks them every 30 s, so a TIMEOUT takes 60 to
 // 90 s: too slow for every run. `slurm_tests "[timeout]"` runs it by hand.
-TEST_CASE("a job past its time limit: run says TIMEOUT and exits 124", "[.][slurm][follow][timeout]") {
+TEST_CASE("a job past its time limit: run says TIMEOUT and exits 124",
+          "[.][slurm][follow][timeout]") {
   Workspace ws("timeout");
-  auto r = ws.hpclaunch(ws.job_args("run", "1n1g", {"--set", "shape.time=1", "--set",
-                                                    "job.signal_seconds=0"}),
-                        {"PROBE_SLEEP=300"}, 200s);
+  auto r = ws.hpclaunch(
+      ws.job_args("run", "1n1g", {"--set", "shape.time=1", "--set", "job.signal_seconds=0"}),
+      {"PROBE_SLEEP=300"}, 200s);
   INFO(r.summary() << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err);
   CHECK(r.exit_code == 124);
   CHECK(contains(r.err, "TIMEOUT"));

@@ -31,8 +31,8 @@ namespace slt {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using hpc::test::c_strings;
 using hpc::merged_environment;
+using hpc::test::c_strings;
 
 // Everything the tests start (hpclaunch, sbatch, scontrol) talks to this build's test cluster,
 // also when the tests are run by hand outside CTest.
@@ -46,7 +46,9 @@ const char kProbe[] = R"PROBE(#!/bin/bash
 # PROBE_TICKS / PROBE_TICK_SECONDS / PROBE_SLEEP / PROBE_EXIT (exported to the job by sbatch).
 args=""
 for a in "$@"; do args+="[$a]"; done
-echo "probe rank=${SLURM_PROCID:-?} local=${SLURM_LOCALID:-?} node=${SLURM_NODEID:-?} host=$(hostname) addr=${MASTER_ADDR:-unset} port=${MASTER_PORT:-unset} cuda=${CUDA_VISIBLE_DEVICES:-unset} argv=$args"
+echo "probe rank=${SLURM_PROCID:-?} local=${SLURM_LOCALID:-?} node=${SLURM_NODEID:-?} \
+host=$(hostname) addr=${MASTER_ADDR:-unset} port=${MASTER_PORT:-unset} \
+cuda=${CUDA_VISIBLE_DEVICES:-unset} argv=$args"
 for ((i = 0; i < ${PROBE_TICKS:-0}; i++)); do
   echo "tick $i $(date +%s.%N)"
   sleep "${PROBE_TICK_SECONDS:-0.5}"
@@ -123,7 +125,8 @@ int count_lines_with(const std::string& text, const std::string& needle) {
 
 std::vector<ProbeLine> probe_lines(const std::string& output) {
   static const std::regex form(
-      R"(^\s*(\d+): probe rank=(\S+) local=(\S+) node=(\S+) host=(\S+) addr=(\S+) port=(\S+) cuda=(\S+) argv=(.*)$)");
+      R"(^\s*(\d+): probe rank=(\S+) local=(\S+) node=(\S+) host=(\S+) addr=(\S+) )"
+      R"(port=(\S+) cuda=(\S+) argv=(.*)$)");
   std::vector<ProbeLine> out;
   for (const auto& line : lines_of(output)) {
     std::smatch m;
@@ -211,9 +214,7 @@ Workspace::Workspace(const std::string& tag) {
   if (!mkdtemp(tmpl)) throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
   dir_ = tmpl;
   for (const char* sub : {"work", "xdg", "path"}) fs::create_directories(dir_ + "/" + sub);
-  {
-    std::ofstream(probe()) << kProbe;
-  }
+  { std::ofstream(probe()) << kProbe; }
   fs::permissions(probe(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                                fs::perms::others_read | fs::perms::others_exec);
   job_name_ = "slt-" + tag + "-" + std::to_string(getpid()) + "-" + std::to_string(++g_workspaces);
@@ -234,23 +235,23 @@ Workspace::~Workspace() {
     }
     std::error_code ec;
     fs::remove_all(dir_, ec);
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
 std::vector<std::string> Workspace::job_args(const std::string& verb, const std::string& preset,
                                              const std::vector<std::string>& extra) const {
-  std::vector<std::string> a = {verb,    "--no-project", "--preset", preset,
-                                "--set", "trainer.program=" + probe(),
-                                "--set", "shape.cpus_per_gpu=1",
-                                "--set", "job.name=" + job_name_};
+  std::vector<std::string> a = {verb,       "--no-project",
+                                "--preset", preset,
+                                "--set",    "trainer.program=" + probe(),
+                                "--set",    "shape.cpus_per_gpu=1",
+                                "--set",    "job.name=" + job_name_};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
 }
 
 std::vector<std::string> Workspace::env(const std::vector<std::string>& extra) const {
-  std::vector<std::string> e = {"XDG_CONFIG_HOME=" + dir_ + "/xdg", "HPCLAUNCH_PATH=" + dir_ + "/path",
-                                "SLURM_CONF=" + slurm_conf()};
+  std::vector<std::string> e = {"XDG_CONFIG_HOME=" + dir_ + "/xdg",
+                                "HPCLAUNCH_PATH=" + dir_ + "/path", "SLURM_CONF=" + slurm_conf()};
   e.insert(e.end(), extra.begin(), extra.end());
   return e;
 }
@@ -316,8 +317,8 @@ LiveProcess::LiveProcess(const std::vector<std::string>& argv, const std::vector
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
   posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   std::vector<std::string> args = argv;
   std::vector<std::string> envs = merged_environment(env);
   auto c_args = c_strings(args);
@@ -461,7 +462,8 @@ void signal_slurmctld(pid_t pid, int sig) {
   }
   // Not thrown: ~ControllerFreeze() signals too. A failure shows as a controller that did not stop.
   auto r = run(as_root({"kill", "-" + std::to_string(sig), std::to_string(pid)}), 30s);
-  if (!r.ok()) std::fprintf(stderr, "could not signal slurmctld (sudo -n kill): %s\n", r.err.c_str());
+  if (!r.ok())
+    std::fprintf(stderr, "could not signal slurmctld (sudo -n kill): %s\n", r.err.c_str());
 }
 
 }  // namespace
@@ -505,8 +507,7 @@ void start_slurmctld() {
 ControllerRestarter::~ControllerRestarter() {
   try {
     if (!slurmctld_running()) start_slurmctld();
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
 ControllerFreeze::ControllerFreeze() {
@@ -523,14 +524,14 @@ JobCanceller::~JobCanceller() {
   try {
     for (const auto& id : ids)
       if (!id.empty()) run({"scancel", id}, 30s);
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
 std::string impatient_slurm_conf(const std::string& dir) {
   const std::string path = dir + "/slurm-impatient.conf";
   std::ofstream out(path);
-  out << read_file(slurm_conf()) << "\n# Clients give up on a dead controller after ~1 s.\nMessageTimeout=2\n";
+  out << read_file(slurm_conf())
+      << "\n# Clients give up on a dead controller after ~1 s.\nMessageTimeout=2\n";
   return path;
 }
 

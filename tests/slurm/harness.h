@@ -105,9 +105,8 @@ class Workspace {
 std::string sbatch_counting_tries(const std::string& dir, const std::string& log);
 
 // Probe settings (environment of hpclaunch, exported to the job by sbatch):
-//   PROBE_TICKS=N        print "tick I EPOCH" N times (EPOCH: date +%s.%N), PROBE_TICK_SECONDS apart
-//   PROBE_SLEEP=S        sleep S seconds before exiting
-//   PROBE_EXIT=C         exit with C
+//   PROBE_TICKS=N        print "tick I EPOCH" N times (EPOCH: date +%s.%N), PROBE_TICK_SECONDS
+//   apart PROBE_SLEEP=S        sleep S seconds before exiting PROBE_EXIT=C         exit with C
 
 struct Line {
   std::string text;

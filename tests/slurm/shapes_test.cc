@@ -15,9 +15,9 @@ namespace {
 struct Shape {
   std::string preset;
   int nodes, gpus_per_node;
-  std::vector<std::string> sets;   // extra --set KEY=VALUE
-  std::string gpu_directive;       // the #SBATCH line that asks for the GPUs
-  std::string ib_suffix;           // what the script appends to the head node's name
+  std::vector<std::string> sets;  // extra --set KEY=VALUE
+  std::string gpu_directive;      // the #SBATCH line that asks for the GPUs
+  std::string ib_suffix;          // what the script appends to the head node's name
 };
 
 void check_shape(const Shape& shape) {
@@ -106,15 +106,18 @@ TEST_CASE("1n1g: accepted by sbatch --test-only, run gives rank 0 with GPU 0", "
   check_shape({"1n1g", 1, 1, {}, "--gpus-per-node=1", ""});
 }
 
-TEST_CASE("1n2g: accepted by sbatch --test-only, run gives ranks 0-1 on one node", "[slurm][shape]") {
+TEST_CASE("1n2g: accepted by sbatch --test-only, run gives ranks 0-1 on one node",
+          "[slurm][shape]") {
   check_shape({"1n2g", 1, 2, {}, "--gpus-per-node=2", ""});
 }
 
-TEST_CASE("2n2g: accepted by sbatch --test-only, run gives ranks 0-3 on node01/node02", "[slurm][shape]") {
+TEST_CASE("2n2g: accepted by sbatch --test-only, run gives ranks 0-3 on node01/node02",
+          "[slurm][shape]") {
   check_shape({"2n2g", 2, 2, {}, "--gpus-per-node=2", ""});
 }
 
-TEST_CASE("2n4g: accepted by sbatch --test-only, run gives ranks 0-7 on node01/node02", "[slurm][shape]") {
+TEST_CASE("2n4g: accepted by sbatch --test-only, run gives ranks 0-7 on node01/node02",
+          "[slurm][shape]") {
   check_shape({"2n4g", 2, 4, {}, "--gpus-per-node=4", ""});
 }
 

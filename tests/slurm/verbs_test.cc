@@ -11,7 +11,8 @@ using nlohmann::json;
 TEST_CASE("submit prints the job id, status, logs, logs -f --rank, list and the run directory",
           "[slurm][verbs]") {
   Workspace ws("verbs");
-  auto sub = ws.hpclaunch(ws.job_args("submit", "1n2g"), {"PROBE_TICKS=3", "PROBE_TICK_SECONDS=0.2"});
+  auto sub =
+      ws.hpclaunch(ws.job_args("submit", "1n2g"), {"PROBE_TICKS=3", "PROBE_TICK_SECONDS=0.2"});
   INFO(sub.summary() << "\nstdout:\n" << sub.out << "\nstderr:\n" << sub.err);
   REQUIRE(sub.exit_code == 0);
   // stdout is the job id and nothing else, for JOB=$(hpclaunch submit ...).
@@ -21,7 +22,9 @@ TEST_CASE("submit prints the job id, status, logs, logs -f --rank, list and the 
 
   // logs -f --rank 1 follows the job to its end and prints rank 1's lines only.
   auto rank1 = ws.hpclaunch({"logs", "-f", job, "--rank", "1"});
-  INFO("logs -f --rank 1: " << rank1.summary() << "\nstdout:\n" << rank1.out << "\nstderr:\n" << rank1.err);
+  INFO("logs -f --rank 1: " << rank1.summary() << "\nstdout:\n"
+                            << rank1.out << "\nstderr:\n"
+                            << rank1.err);
   CHECK(rank1.exit_code == 0);
   auto rank1_lines = lines_of(rank1.out);
   CHECK(rank1_lines.size() == 4);  // the probe line and 3 ticks
@@ -60,7 +63,8 @@ TEST_CASE("submit prints the job id, status, logs, logs -f --rank, list and the 
   INFO("list: " << list.summary() << "\n" << list.out);
   CHECK(list.exit_code == 0);
   const std::string run_dir = ws.work() + "/runs/" + ws.job_name() + "-" + job;
-  CHECK(std::regex_search(list.out, std::regex("\n" + job + " +\\S+ +slurm +1n2g +ddp +2 +- +" + run_dir)));
+  CHECK(std::regex_search(list.out,
+                          std::regex("\n" + job + " +\\S+ +slurm +1n2g +ddp +2 +- +" + run_dir)));
   auto list_state = ws.hpclaunch({"list", "--state"});
   CHECK(std::regex_search(list_state.out, std::regex("\n" + job + " .* COMPLETED ")));
 
@@ -174,8 +178,7 @@ TEST_CASE("a job name with a slash: the job runs and its log streams, or the nam
 // BUG (launcher, show_logs/cancel_job): for a job id Slurm does not know, `logs` prints nothing
 // and exits 0 (`status` and `logs -f` say "not known to the scheduler", exit 75), and `cancel`
 // says "cancel requested" and exits 0 (scancel is silent about unknown ids).
-TEST_CASE("logs and cancel of a job id Slurm does not know say so and fail",
-          "[slurm][verbs]") {
+TEST_CASE("logs and cancel of a job id Slurm does not know say so and fail", "[slurm][verbs]") {
   Workspace ws("unknown-id");
   const std::string job = "987654";  // far beyond any id the test cluster hands out
   auto logs = ws.hpclaunch({"logs", job});

@@ -206,8 +206,7 @@ TEST_CASE("network blips: reconnects, and gives up after the bounded attempts",
   SshHostOptions o = login_options();
   o.port = relay.port();
   o.known_hosts_file = dir + "/known_hosts";
-  write_local(o.known_hosts_file,
-              known_hosts_entry(relay.port()) + " " + host_public_key() + "\n");
+  write_local(o.known_hosts_file, known_hosts_entry(relay.port()) + " " + host_public_key() + "\n");
   o.reconnect_attempts = 3;
   o.reconnect_delay = std::chrono::milliseconds(50);
   o.connect_timeout = std::chrono::seconds(1);

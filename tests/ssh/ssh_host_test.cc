@@ -65,9 +65,25 @@ TEST_CASE("one session serves every call", "[ssh][run]") {
 
 TEST_CASE("hostile arguments arrive verbatim", "[ssh][run]") {
   const std::string dir = scratch_dir("hostile");
-  const std::vector<std::string> args = {
-      "$(touch CANARY)", "`touch CANARY`", "it's", "\"double\"", "a b  c", "line1\nline2",
-      "", "*", ";", "&& touch CANARY", "|", "\\", "$HOME", "-n", "~", "'", "\t", "#x", "é"};
+  const std::vector<std::string> args = {"$(touch CANARY)",
+                                         "`touch CANARY`",
+                                         "it's",
+                                         "\"double\"",
+                                         "a b  c",
+                                         "line1\nline2",
+                                         "",
+                                         "*",
+                                         ";",
+                                         "&& touch CANARY",
+                                         "|",
+                                         "\\",
+                                         "$HOME",
+                                         "-n",
+                                         "~",
+                                         "'",
+                                         "\t",
+                                         "#x",
+                                         "é"};
   SshHost host(login_options());
   std::vector<std::string> argv = {"printf", "%s\\0"};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -127,8 +143,9 @@ TEST_CASE("env entries and the working directory", "[ssh][run]") {
   CommandOptions o;
   o.env = {"HPC_A=x y $(touch CANARY) 'q'", "HPC_B="};
   o.cwd = dir;
-  CommandResult r = host.run({"sh", "-c", "printf '%s|%s|%s|%s' \"$HPC_A\" \"${HPC_B-unset}\" "
-                                          "\"$PWD\" \"$SLURM_CONF\""},
+  CommandResult r = host.run({"sh", "-c",
+                              "printf '%s|%s|%s|%s' \"$HPC_A\" \"${HPC_B-unset}\" "
+                              "\"$PWD\" \"$SLURM_CONF\""},
                              o);
   INFO(r.summary("sh"));
   REQUIRE(r.ok());
@@ -159,8 +176,8 @@ TEST_CASE("a command that outlives its timeout is stopped", "[ssh][run]") {
   // so the sleep may still be there: end it by its pid.
   REQUIRE(!r.err.empty());
   const pid_t sleeper = std::stoi(r.err);
-  if (kill(sleeper, 0) == 0 && read_local("/proc/" + std::to_string(sleeper) + "/cmdline")
-                                       .rfind("sleep", 0) == 0) {
+  if (kill(sleeper, 0) == 0 &&
+      read_local("/proc/" + std::to_string(sleeper) + "/cmdline").rfind("sleep", 0) == 0) {
     kill(sleeper, SIGKILL);
   }
   // The session is still good.
@@ -223,11 +240,13 @@ TEST_CASE("make_dirs, write_file and read_file over SFTP", "[ssh][files]") {
     CHECK(c.data == "abc");
     CHECK(c.next_offset == 3);
     // Appended on the remote side between reads.
-    REQUIRE(host.run({"sh", "-c", "printf 'def\\nghi' >> job.out"}, [&] {
-                  CommandOptions o;
-                  o.cwd = dir;
-                  return o;
-                }()).ok());
+    REQUIRE(host.run({"sh", "-c", "printf 'def\\nghi' >> job.out"},
+                     [&] {
+                       CommandOptions o;
+                       o.cwd = dir;
+                       return o;
+                     }())
+                .ok());
     c = host.read_file(log, c.next_offset, 1 << 20);
     CHECK(c.data == "def\nghi");
     CHECK(c.next_offset == 10);

@@ -47,16 +47,23 @@ struct Workdir {
     ProcessOptions o;
     o.cwd = dir.string();
     o.timeout = std::chrono::seconds(90);
-    o.env = {"XDG_CONFIG_HOME=" + (dir / "config").string(), "HPCLAUNCH_PATH=",
-             "SLURM_CONF=" + testcluster_dir() + "/etc/slurm.conf"};
+    o.env = {"XDG_CONFIG_HOME=" + (dir / "config").string(),
+             "HPCLAUNCH_PATH=", "SLURM_CONF=" + testcluster_dir() + "/etc/slurm.conf"};
     return run_process(args, o);
   }
   std::vector<std::string> run_args(std::vector<std::string> extra) const {
-    std::vector<std::string> a = {"run", "--no-project", "--preset", "2n2g",
-                                  "--set", "trainer.program=" + (dir / "probe.sh").string(),
-                                  "--set", "shape.cpus_per_gpu=1",
-                                  "--ssh-config", testcluster_ssh_config(),
-                                  "--remote-runs-dir", (dir / "remote-runs").string()};
+    std::vector<std::string> a = {"run",
+                                  "--no-project",
+                                  "--preset",
+                                  "2n2g",
+                                  "--set",
+                                  "trainer.program=" + (dir / "probe.sh").string(),
+                                  "--set",
+                                  "shape.cpus_per_gpu=1",
+                                  "--ssh-config",
+                                  testcluster_ssh_config(),
+                                  "--remote-runs-dir",
+                                  (dir / "remote-runs").string()};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
@@ -73,12 +80,14 @@ size_t lines(const std::string& s) { return output_lines(s).size(); }
 
 }  // namespace
 
-TEST_CASE("ssh run: a 2-node job through the login node, then status from the record", "[ssh-run]") {
+TEST_CASE("ssh run: a 2-node job through the login node, then status from the record",
+          "[ssh-run]") {
   Workdir w;
   ProcessResult r = w.hpclaunch(w.run_args({"--host", "testlogin"}));
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
-  std::regex probe(R"(^(\d+): probe rank=(\d+) node=(\d) host=(node0\d) addr=127\.0\.0\.1 port=(\d+)$)");
+  std::regex probe(
+      R"(^(\d+): probe rank=(\d+) node=(\d) host=(node0\d) addr=127\.0\.0\.1 port=(\d+)$)");
   std::set<int> ranks;
   std::set<std::string> ports;
   for (const auto& line : output_lines(r.out)) {

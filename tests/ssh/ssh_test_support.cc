@@ -30,7 +30,8 @@ int ssh_port() {
   std::string line;
   while (std::getline(in, line))
     if (line.rfind("ssh_port=", 0) == 0) return std::stoi(line.substr(9));
-  throw std::runtime_error("no ssh_port in " + cluster_dir() + "/cluster.env: is the test "
+  throw std::runtime_error("no ssh_port in " + cluster_dir() +
+                           "/cluster.env: is the test "
                            "cluster up (scripts/testcluster.sh up)?");
 }
 
@@ -162,7 +163,7 @@ void TcpRelay::accept_again() { request(false, false); }
 void TcpRelay::freeze() { request(false, refuse_, true); }
 
 void TcpRelay::loop() {
-  std::vector<std::pair<int, int>> links;  // (client, server)
+  std::vector<std::pair<int, int>> links;   // (client, server)
   std::vector<std::pair<int, int>> frozen;  // open, never read or written again
   auto close_links = [&] {
     for (auto* list : {&links, &frozen}) {
@@ -193,8 +194,7 @@ void TcpRelay::loop() {
     if (poll(p.data(), p.size(), 1000) <= 0) continue;
     if (p[0].revents) {
       char buf[64];
-      while (read(wake_[0], buf, sizeof buf) > 0) {
-      }
+      while (read(wake_[0], buf, sizeof buf) > 0) {}
     }
     if (listen_fd_ >= 0 && p[1].revents) {
       int client = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
@@ -227,8 +227,10 @@ void TcpRelay::loop() {
         bool ok = n > 0;
         for (ssize_t off = 0; ok && off < n;) {
           ssize_t w = write(to, buf + off, static_cast<size_t>(n - off));
-          if (w <= 0) ok = false;
-          else off += w;
+          if (w <= 0)
+            ok = false;
+          else
+            off += w;
         }
         if (!ok) {
           dead.push_back(i);

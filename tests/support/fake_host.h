@@ -20,9 +20,9 @@ namespace hpc::test {
 
 // What a program gives back, as run_command would report it.
 CommandResult exited(int code, const std::string& out, const std::string& err = "");
-CommandResult succeeded(const std::string& out);                 // exit 0
-CommandResult failed(const std::string& err, int code = 1);      // stderr, exit 1
-CommandResult timed_out();                                       // killed at the timeout
+CommandResult succeeded(const std::string& out);             // exit 0
+CommandResult failed(const std::string& err, int code = 1);  // stderr, exit 1
+CommandResult timed_out();                                   // killed at the timeout
 
 class FakeHost : public Host {
  public:

@@ -51,9 +51,9 @@ class ScriptedBackend : public Backend {
   // How many times status() asked about `id` (submit_job asks once itself).
   size_t polls(const std::string& id) const;
 
-  std::vector<std::string> submitted;           // job names, in order
-  std::map<std::string, std::string> scripts;   // job name -> the script it was given
-  std::set<std::string> cancelled;              // job ids
+  std::vector<std::string> submitted;          // job names, in order
+  std::map<std::string, std::string> scripts;  // job name -> the script it was given
+  std::set<std::string> cancelled;             // job ids
   // NodeList= that every job reports.
   static constexpr const char* kNodes = "node[01-02]";
 

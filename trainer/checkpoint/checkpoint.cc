@@ -16,16 +16,16 @@
 #include <string_view>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "atomic_file.h"
+#include "checkpoint/safetensors.h"
 #include "dist/process_group.h"
 #include "dist/state_piece.h"
 #include "error.h"
 #include "json_file.h"
 #include "model/model.h"
-#include "checkpoint/safetensors.h"
 #include "sha256.h"
 
 namespace hpc::train {
@@ -45,13 +45,20 @@ c10::ScalarType scalar_type_of(const std::string& dtype, const std::string& wher
 
 std::string dtype_name(c10::ScalarType t) {
   switch (t) {
-    case at::kFloat: return "F32";
-    case at::kHalf: return "F16";
-    case at::kBFloat16: return "BF16";
-    case at::kDouble: return "F64";
-    case at::kByte: return "U8";
-    case at::kLong: return "I64";
-    default: throw std::runtime_error("dtype_name: unsupported scalar type");
+    case at::kFloat:
+      return "F32";
+    case at::kHalf:
+      return "F16";
+    case at::kBFloat16:
+      return "BF16";
+    case at::kDouble:
+      return "F64";
+    case at::kByte:
+      return "U8";
+    case at::kLong:
+      return "I64";
+    default:
+      throw std::runtime_error("dtype_name: unsupported scalar type");
   }
 }
 
@@ -442,7 +449,7 @@ GptConfig read_hf_config(const fs::path& path) {
     c.n_head = j.at("n_head");
     c.n_embd = j.at("n_embd");
     c.block_size = j.contains("n_positions") ? j.at("n_positions").get<int64_t>()
-                                              : j.at("n_ctx").get<int64_t>();
+                                             : j.at("n_ctx").get<int64_t>();
     c.vocab_size = j.at("vocab_size");
     return c;
   } catch (const nlohmann::json::exception& e) {
@@ -468,9 +475,10 @@ void load_hf_weights(const fs::path& path, GptImpl& model) {
     at::Tensor v = view_of(it->second, where);
     if (is_conv1d_weight(name)) v = v.t();  // HF Conv1D: [in, out] -> [out, in]
     if (v.sizes() != item.value().sizes()) {
-      throw UserError(where, fmt::format("tensor '{}' has shape {} but config.json implies {}",
-                                         it->first, fmt::join(v.sizes(), "x"),
-                                         fmt::join(item.value().sizes(), "x")), "");
+      throw UserError(where,
+                      fmt::format("tensor '{}' has shape {} but config.json implies {}", it->first,
+                                  fmt::join(v.sizes(), "x"), fmt::join(item.value().sizes(), "x")),
+                      "");
     }
     assign(item.value(), v);
   }

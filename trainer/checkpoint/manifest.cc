@@ -57,8 +57,9 @@ void check_pieces(const Manifest& m, const std::string& where) {
     for (const auto& p : f.pieces) {
       if (p.param >= m.params.size() || p.offset < 0 || p.length <= 0 ||
           p.offset + p.length > m.params[p.param].numel()) {
-        throw UserError(where, fmt::format("file {} has piece [{}, {}, {}] outside the parameters",
-                                           f.name, p.param, p.offset, p.length),
+        throw UserError(where,
+                        fmt::format("file {} has piece [{}, {}, {}] outside the parameters", f.name,
+                                    p.param, p.offset, p.length),
                         "the manifest is damaged; use another checkpoint");
       }
     }
@@ -103,10 +104,16 @@ std::string manifest_to_json(const Manifest& m) {
       {"optimizer_steps", m.optimizer_steps},
       {"strategy", m.strategy},
       {"world", m.world},
-      {"model", {{"n_layer", c.n_layer}, {"n_head", c.n_head}, {"n_embd", c.n_embd},
-                 {"block_size", c.block_size}, {"vocab_size", c.vocab_size}}},
-      {"batch", {{"micro_batch", m.micro_batch}, {"seq_len", m.seq_len},
-                 {"total_batch_tokens", m.total_batch_tokens}}},
+      {"model",
+       {{"n_layer", c.n_layer},
+        {"n_head", c.n_head},
+        {"n_embd", c.n_embd},
+        {"block_size", c.block_size},
+        {"vocab_size", c.vocab_size}}},
+      {"batch",
+       {{"micro_batch", m.micro_batch},
+        {"seq_len", m.seq_len},
+        {"total_batch_tokens", m.total_batch_tokens}}},
       {"seed", m.seed},
       {"data", {{"tokens_consumed", m.tokens_consumed}}},
       {"rng", {{"file", m.rng_file}, {"tensor", m.rng_tensor}}},
@@ -227,8 +234,9 @@ void check_coverage(const Manifest& m, const std::string& where) {
       next = p.offset + p.length;
     }
     if (next != m.params[i].numel()) {
-      throw UserError(where, fmt::format("parameter {} ({}): elements from {} are in no piece", i,
-                                         m.params[i].name, next),
+      throw UserError(where,
+                      fmt::format("parameter {} ({}): elements from {} are in no piece", i,
+                                  m.params[i].name, next),
                       "the checkpoint is damaged; use another one");
     }
   }

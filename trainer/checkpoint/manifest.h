@@ -61,7 +61,7 @@ struct Manifest {
   GptConfig config;
   int64_t micro_batch = 0, seq_len = 0, total_batch_tokens = 0;
   uint64_t seed = 0;
-  int64_t tokens_consumed = 0;  // global: next_step * total_batch_tokens
+  int64_t tokens_consumed = 0;       // global: next_step * total_batch_tokens
   std::string rng_file, rng_tensor;  // the CPU generator's state: a U8 tensor in one of the files
   std::vector<ParamShape> params;
   std::vector<ShardFile> files;  // one per rank, by rank

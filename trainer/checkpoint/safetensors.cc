@@ -76,8 +76,10 @@ SafetensorsFile SafetensorsFile::open(const fs::path& path) {
       for (int64_t s : t.shape) numel *= s;
       const size_t es = dtype_size(t.dtype);
       if (es != 0 && size_t(numel) * es != off[1] - off[0]) {
-        throw UserError(where, fmt::format("tensor '{}' has {} bytes for shape of {} {} values",
-                                           it.key(), off[1] - off[0], numel, t.dtype), "");
+        throw UserError(where,
+                        fmt::format("tensor '{}' has {} bytes for shape of {} {} values", it.key(),
+                                    off[1] - off[0], numel, t.dtype),
+                        "");
       }
       t.data = data + off[0];
       t.bytes = off[1] - off[0];
@@ -103,8 +105,8 @@ SafetensorsFile::~SafetensorsFile() {
 }
 
 std::string write_safetensors(const fs::path& path,
-                       const std::vector<std::pair<std::string, TensorBytes>>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+                              const std::vector<std::pair<std::string, TensorBytes>>& tensors,
+                              const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header;
   if (!metadata.empty()) header["__metadata__"] = metadata;
   size_t offset = 0;

@@ -48,7 +48,7 @@ size_t dtype_size(const std::string& dtype);  // 0 for unknown
 // Writes the tensors (in the given order) to `path` via a temp file and rename. Returns the
 // SHA-256 (hex) of the bytes written.
 std::string write_safetensors(const std::filesystem::path& path,
-                       const std::vector<std::pair<std::string, TensorBytes>>& tensors,
-                       const std::map<std::string, std::string>& metadata);
+                              const std::vector<std::pair<std::string, TensorBytes>>& tensors,
+                              const std::map<std::string, std::string>& metadata);
 
 }  // namespace hpc::train

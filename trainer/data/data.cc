@@ -82,11 +82,16 @@ TokenFormat parse_token_format(const std::string& name) {
 
 const char* token_format_name(TokenFormat f) {
   switch (f) {
-    case TokenFormat::kAuto: return "auto";
-    case TokenFormat::kNpy: return "npy";
-    case TokenFormat::kLlmc: return "llmc";
-    case TokenFormat::kU16: return "u16";
-    case TokenFormat::kText: return "text";
+    case TokenFormat::kAuto:
+      return "auto";
+    case TokenFormat::kNpy:
+      return "npy";
+    case TokenFormat::kLlmc:
+      return "llmc";
+    case TokenFormat::kU16:
+      return "u16";
+    case TokenFormat::kText:
+      return "text";
   }
   return "?";
 }
@@ -175,8 +180,8 @@ TokenFile TokenFile::open(const fs::path& path, TokenFormat format) {
                       "llm.c token shards start with 20240520");
           }
         }
-        throw bad(path, fmt::format("bad magic {} (llm.c token shards start with {})", magic,
-                                    kLlmcMagic),
+        throw bad(path,
+                  fmt::format("bad magic {} (llm.c token shards start with {})", magic, kLlmcMagic),
                   "pass --data-format u16 for headerless uint16 tokens");
       }
       if (n < kLlmcHeaderBytes) throw bad(path, "truncated llm.c header (< 1024 bytes)", "");

@@ -13,8 +13,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "dist/bench_allreduce.h"
 #include "device.h"
+#include "dist/bench_allreduce.h"
 #include "dist/communicator.h"
 #include "dist/rendezvous.h"
 #include "error.h"
@@ -104,11 +104,11 @@ int run_bench_allreduce(const BenchAllreduceOptions& o) {
   const double bus = allreduce_bus_factor(n);
 
   if (rank == 0) {
-    std::printf("# hpctrain bench-allreduce: world %d (%s) on %s, dtype %s, %lld iters after %lld "
-                "warm-up, sizes %s..%s x%lld\n",
-                n, comm->backend(), device.str().c_str(), o.dtype.c_str(), (long long)o.iters,
-                (long long)o.warmup, human_size(min).c_str(), human_size(max).c_str(),
-                (long long)o.factor);
+    std::printf(
+        "# hpctrain bench-allreduce: world %d (%s) on %s, dtype %s, %lld iters after %lld "
+        "warm-up, sizes %s..%s x%lld\n",
+        n, comm->backend(), device.str().c_str(), o.dtype.c_str(), (long long)o.iters,
+        (long long)o.warmup, human_size(min).c_str(), human_size(max).c_str(), (long long)o.factor);
     for (int r = 0; r < n; ++r) std::printf("#  rank %d on %s\n", r, hosts[size_t(r)].c_str());
     std::printf("#\n");
     std::printf("# %12s %14s %9s %6s %11s %8s %8s %7s\n", "size", "count", "type", "redop", "time",
@@ -190,8 +190,12 @@ int run_bench_allreduce(const BenchAllreduceOptions& o) {
       j["bus_factor"] = bus;
       j["rows"] = nlohmann::json::array();
       for (const auto& r : rows) {
-        j["rows"].push_back({{"size", r.size}, {"count", r.count}, {"time_us", r.time_us},
-                             {"algbw_gbps", r.algbw}, {"busbw_gbps", r.busbw}, {"wrong", r.wrong}});
+        j["rows"].push_back({{"size", r.size},
+                             {"count", r.count},
+                             {"time_us", r.time_us},
+                             {"algbw_gbps", r.algbw},
+                             {"busbw_gbps", r.busbw},
+                             {"wrong", r.wrong}});
       }
       const std::string tmp = o.json + ".tmp";
       {

@@ -13,8 +13,8 @@
 
 #include <ATen/Functions.h>
 #include <fmt/format.h>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/version.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "dist/rendezvous.h"
 #include "error.h"
@@ -121,9 +121,11 @@ class C10dCommunicator final : public Communicator {
     if (missing.empty()) return "every rank is still there (a collective timed out)";
     std::string list;
     for (int r : missing) list += (list.empty() ? "" : ", ") + std::to_string(r);
-    return fmt::format("rank{} {} did not answer within {} s: lost (died or was killed), or stuck "
-                       "waiting for one that was", missing.size() > 1 ? "s" : "", list,
-                       std::chrono::duration_cast<std::chrono::seconds>(grace).count());
+    return fmt::format(
+        "rank{} {} did not answer within {} s: lost (died or was killed), or stuck "
+        "waiting for one that was",
+        missing.size() > 1 ? "s" : "", list,
+        std::chrono::duration_cast<std::chrono::seconds>(grace).count());
   }
 
   std::unique_ptr<Pending> all_gather_flat(at::Tensor& out, const at::Tensor& in) override {
@@ -206,9 +208,10 @@ std::unique_ptr<Communicator> connect(const Rendezvous& rdv, const std::string& 
   } catch (const std::exception& e) {
     std::string what = e.what();
     what = what.substr(0, what.find('\n'));
-    throw UserError(fmt::format("{}:{}", rdv.master_addr, rdv.master_port),
-                    fmt::format("rank {} could not meet the other ranks: {}", rdv.rank, what),
-                    "check MASTER_ADDR/MASTER_PORT, that rank 0 started, and that the port is free");
+    throw UserError(
+        fmt::format("{}:{}", rdv.master_addr, rdv.master_port),
+        fmt::format("rank {} could not meet the other ranks: {}", rdv.rank, what),
+        "check MASTER_ADDR/MASTER_PORT, that rank 0 started, and that the port is free");
   }
 
   if (cuda) {
@@ -216,9 +219,11 @@ std::unique_ptr<Communicator> connect(const Rendezvous& rdv, const std::string& 
     auto opts = c10d::ProcessGroupNCCL::Options::create();
     opts->timeout = timeout;
     auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rdv.rank, rdv.world, opts);
-    return std::make_unique<C10dCommunicator<c10d::ProcessGroupNCCL>>(pg, store, rdv.rank, rdv.world, "nccl");
+    return std::make_unique<C10dCommunicator<c10d::ProcessGroupNCCL>>(pg, store, rdv.rank,
+                                                                      rdv.world, "nccl");
 #else
-    throw UserError("--strategy", "this hpctrain was built without NCCL, so CUDA tensors cannot be reduced",
+    throw UserError("--strategy",
+                    "this hpctrain was built without NCCL, so CUDA tensors cannot be reduced",
                     "build against a CUDA LibTorch with NCCL, or use --device cpu");
 #endif
   }
@@ -241,9 +246,11 @@ std::unique_ptr<Communicator> connect(const Rendezvous& rdv, const std::string& 
   }
   opts->threads = int(opts->devices.size()) * 2;
   auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rdv.rank, rdv.world, opts);
-  return std::make_unique<C10dCommunicator<c10d::ProcessGroupGloo>>(pg, store, rdv.rank, rdv.world, "gloo");
+  return std::make_unique<C10dCommunicator<c10d::ProcessGroupGloo>>(pg, store, rdv.rank, rdv.world,
+                                                                    "gloo");
 #else
-  throw UserError("--strategy", "this hpctrain was built without Gloo, so CPU tensors cannot be reduced",
+  throw UserError("--strategy",
+                  "this hpctrain was built without Gloo, so CPU tensors cannot be reduced",
                   "install libgloo-dev and rebuild, or run on CUDA with NCCL");
 #endif
 }

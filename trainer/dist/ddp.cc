@@ -32,9 +32,9 @@ struct Bucket {
   std::vector<size_t> params;   // indices into the parameter list, in the order they fill
   std::vector<int64_t> offset;  // element offset of each in `flat`
   int64_t numel = 0;
-  at::Tensor flat;              // [numel] gradients of this bucket, contiguous (zero2: only
-                                // while a synchronising backward pass runs)
-  size_t pending = 0;           // gradients still to arrive in this backward pass
+  at::Tensor flat;     // [numel] gradients of this bucket, contiguous (zero2: only
+                       // while a synchronising backward pass runs)
+  size_t pending = 0;  // gradients still to arrive in this backward pass
   std::unique_ptr<Communicator::Pending> work;
 };
 
@@ -178,7 +178,8 @@ class Ddp final : public Strategy {
       if (b.pending != 0) {
         throw std::runtime_error(fmt::format(
             "ddp: {} parameter(s) got no gradient in this backward pass (unused parameters are "
-            "not supported)", b.pending));
+            "not supported)",
+            b.pending));
       }
       group_.wait(*b.work, "gradient all-reduce");
       b.work.reset();
@@ -227,8 +228,8 @@ class Ddp final : public Strategy {
   bool callback_queued_ = false;
   bool reduced_ = false;
   Stage stage_;
-  std::unique_ptr<Optimizer> optimizer_;    // from attach
-  ShardedAdamW* zero2_shard_ = nullptr;     // zero2: optimizer_, which holds the gradient shard
+  std::unique_ptr<Optimizer> optimizer_;  // from attach
+  ShardedAdamW* zero2_shard_ = nullptr;   // zero2: optimizer_, which holds the gradient shard
 };
 
 }  // namespace

@@ -63,17 +63,17 @@ int64_t bytes_of(const at::Tensor& t) {
 }
 
 struct Unit {
-  std::vector<size_t> params;  // indices into the model's parameters
+  std::vector<size_t> params;   // indices into the model's parameters
   std::vector<int64_t> offset;  // of each in the flat vector
   FlatShards layout;            // its of_rank segments' `param` index into `params`
   int64_t S = 0;                // shard elements
-  at::Tensor full;  // [W S] the parameters are views of it; storage freed when not gathered
-  at::Tensor send;              // what this rank contributes to a gather (shard, cast on CUDA)
-  at::Tensor shard;             // [S] fp32 master values
-  at::Tensor grad_shard;        // [S] fp32 mean gradient, summed over the step's micro-steps
-  at::Tensor m, v;              // [S] AdamW moments
-  at::Tensor grad_full;         // [W S] fp32, while the unit's gradients arrive and are reduced
-  at::Tensor reduced;           // [S] this rank's slice of the reduced gradient
+  at::Tensor full;        // [W S] the parameters are views of it; storage freed when not gathered
+  at::Tensor send;        // what this rank contributes to a gather (shard, cast on CUDA)
+  at::Tensor shard;       // [S] fp32 master values
+  at::Tensor grad_shard;  // [S] fp32 mean gradient, summed over the step's micro-steps
+  at::Tensor m, v;        // [S] AdamW moments
+  at::Tensor grad_full;   // [W S] fp32, while the unit's gradients arrive and are reduced
+  at::Tensor reduced;     // [S] this rank's slice of the reduced gradient
   bool gathered = false;
   std::unique_ptr<Communicator::Pending> gathering, reducing;
   size_t pending = 0;  // gradients still to arrive in this backward pass
@@ -216,8 +216,8 @@ class Fsdp final : public Strategy, public UnitHooks {
         const double decay =
             params_[u.params[s.param]].dim() >= 2 ? 1.0 - lr * options_.adamw.weight_decay : 1.0;
         if (plain_cpu_float(p)) {
-          AdamWStep st{float(decay), float(options_.adamw.beta1), float(options_.adamw.beta2),
-                       float(bc2_sqrt), float(options_.adamw.eps), float(step_size)};
+          AdamWStep st{float(decay),    float(options_.adamw.beta1), float(options_.adamw.beta2),
+                       float(bc2_sqrt), float(options_.adamw.eps),   float(step_size)};
           adamw_update(p.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(),
                        v.data_ptr<float>(), s.length, st);
           continue;

@@ -28,8 +28,11 @@ TEST_CASE("no variables: a world of one, unless a strategy needs more", "[rendez
 }
 
 TEST_CASE("torchrun variables", "[rendezvous]") {
-  auto r = rendezvous_from_env(fake({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"},
-                                     {"MASTER_ADDR", "node07"}, {"MASTER_PORT", "29500"},
+  auto r = rendezvous_from_env(fake({{"RANK", "3"},
+                                     {"WORLD_SIZE", "4"},
+                                     {"LOCAL_RANK", "1"},
+                                     {"MASTER_ADDR", "node07"},
+                                     {"MASTER_PORT", "29500"},
                                      {"SLURM_PROCID", "0"}}),
                                "", true);
   CHECK(r.source == "torchrun");
@@ -63,12 +66,14 @@ TEST_CASE("broken rendezvous variables are user errors naming the variable", "[r
                     Catch::Contains("'x'"));
   CHECK_THROWS_WITH(rendezvous_from_env(fake({{"RANK", "0"}, {"WORLD_SIZE", "2"}}), "", true),
                     Catch::Contains("MASTER_ADDR"));
-  CHECK_THROWS_WITH(rendezvous_from_env(fake({{"RANK", "0"}, {"WORLD_SIZE", "2"},
-                                               {"MASTER_ADDR", "h"}}), "", true),
+  CHECK_THROWS_WITH(rendezvous_from_env(
+                        fake({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}}), "", true),
                     Catch::Contains("MASTER_PORT"));
-  CHECK_THROWS_WITH(rendezvous_from_env(fake({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"},
-                                               {"SLURM_JOB_NODELIST", "n[3-1]"},
-                                               {"MASTER_PORT", "1"}}), "", true),
+  CHECK_THROWS_WITH(rendezvous_from_env(fake({{"SLURM_PROCID", "0"},
+                                              {"SLURM_NTASKS", "2"},
+                                              {"SLURM_JOB_NODELIST", "n[3-1]"},
+                                              {"MASTER_PORT", "1"}}),
+                                        "", true),
                     Catch::Contains("SLURM_JOB_NODELIST"));
 }
 

@@ -82,8 +82,10 @@ double ShardedAdamW::clip_and_step(double max_norm, double lr) {
   // The global norm: each rank's sum of squares over its shard, summed over ranks.
   double sumsq = 0;
   for (const auto& g : grads) {
-    if (plain_cpu_float(g)) sumsq += sum_of_squares(g.data_ptr<float>(), g.numel());
-    else sumsq += g.to(at::kDouble).pow(2).sum().item<double>();
+    if (plain_cpu_float(g))
+      sumsq += sum_of_squares(g.data_ptr<float>(), g.numel());
+    else
+      sumsq += g.to(at::kDouble).pow(2).sum().item<double>();
   }
   const double total = std::sqrt(sum_over_ranks(comm_, sumsq, params_[0].device()));
   // torch.nn.utils.clip_grad_norm_'s coefficient, as clip_grad_norm (optim.cc).
@@ -105,8 +107,8 @@ double ShardedAdamW::clip_and_step(double max_norm, double lr) {
     const auto& g = grads[k];
     const double decay = params_[s.param].dim() >= 2 ? 1.0 - lr * opt_.weight_decay : 1.0;
     if (plain_cpu_float(p) && plain_cpu_float(g) && plain_cpu_float(m)) {
-      AdamWStep st{float(decay), float(opt_.beta1), float(opt_.beta2), float(bc2_sqrt),
-                   float(opt_.eps), float(step_size)};
+      AdamWStep st{float(decay),    float(opt_.beta1), float(opt_.beta2),
+                   float(bc2_sqrt), float(opt_.eps),   float(step_size)};
       adamw_update(p.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(),
                    v.data_ptr<float>(), s.length, st);
       continue;

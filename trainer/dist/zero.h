@@ -36,7 +36,7 @@ struct FlatShards {
   FlatShards(const std::vector<int64_t>& numels, int world);
   int64_t total = 0;        // N
   int64_t shard_numel = 0;  // S = ceil(N / W); the last shards hold W S - N padding elements
-  std::vector<int64_t> flat_offset;            // of each parameter in the flat vector
+  std::vector<int64_t> flat_offset;                // of each parameter in the flat vector
   std::vector<std::vector<ShardSegment>> of_rank;  // [W] segments, in flat order
 };
 
@@ -74,8 +74,8 @@ class ShardedAdamW final : public Optimizer {
   AdamWOptions opt_;
   Communicator& comm_;
   FlatShards shards_;
-  at::Tensor m_, v_;        // [S] moments of this rank's shard
-  at::Tensor grad_shard_;   // [S] zero2 only
+  at::Tensor m_, v_;       // [S] moments of this rank's shard
+  at::Tensor grad_shard_;  // [S] zero2 only
   int64_t steps_ = 0;
 };
 

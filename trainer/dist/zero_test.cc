@@ -2,8 +2,8 @@
 // world of one reproduces AdamW + clip_grad_norm bit for bit.
 #include "dist/zero.h"
 
-#include <catch2/catch.hpp>
 #include <torch/torch.h>
+#include <catch2/catch.hpp>
 
 using namespace hpc::train;
 using namespace hpc::train::dist;

@@ -19,12 +19,12 @@ struct StateBytes {
 
 struct StepMetrics {
   int64_t step = 0;
-  double loss = 0;       // mean over the step's tokens (all ranks)
+  double loss = 0;  // mean over the step's tokens (all ranks)
   double lr = 0;
   double grad_norm = 0;  // before clipping
   double step_ms = 0;
-  double cpu_ms = 0;        // CPU time of this process during the step (all its threads)
-  double tokens_per_s = 0;  // all ranks
+  double cpu_ms = 0;          // CPU time of this process during the step (all its threads)
+  double tokens_per_s = 0;    // all ranks
   std::optional<double> mfu;  // model FLOP utilisation, when the device's peak is known
   int64_t memory_bytes = 0;   // CUDA: peak allocated; CPU: resident set size
   StateBytes state;           // rank 0's, after the step (every rank's is the same size)

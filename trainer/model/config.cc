@@ -55,7 +55,7 @@ void validate(const GptConfig& c) {
 
 int64_t parameter_count(const GptConfig& c) {
   const int64_t C = c.n_embd;
-  const int64_t per_layer = 2 * 2 * C            // ln_1, ln_2
+  const int64_t per_layer = 2 * 2 * C              // ln_1, ln_2
                             + (C * 3 * C + 3 * C)  // attn.c_attn
                             + (C * C + C)          // attn.c_proj
                             + (C * 4 * C + 4 * C)  // mlp.c_fc

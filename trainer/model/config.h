@@ -12,7 +12,7 @@ struct GptConfig {
   int64_t n_layer = 12;
   int64_t n_head = 12;
   int64_t n_embd = 768;
-  int64_t block_size = 1024;  // longest sequence the position table covers (HF: n_positions)
+  int64_t block_size = 1024;   // longest sequence the position table covers (HF: n_positions)
   int64_t vocab_size = 50304;  // GPT-2's 50257 padded to a multiple of 128 for fast matmuls
 
   bool operator==(const GptConfig& o) const {

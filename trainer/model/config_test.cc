@@ -26,8 +26,8 @@ TEST_CASE("parameter counts match GPT-2 124M", "[config]") {
 }
 
 TEST_CASE("unknown names and impossible shapes are user errors", "[config]") {
-  CHECK_THROWS_WITH(named_config("gpt3"), Catch::Contains("unknown model 'gpt3'") &&
-                                              Catch::Contains("tiny"));
+  CHECK_THROWS_WITH(named_config("gpt3"),
+                    Catch::Contains("unknown model 'gpt3'") && Catch::Contains("tiny"));
   GptConfig c = named_config("tiny");
   c.n_head = 3;
   CHECK_THROWS_AS(validate(c), hpc::UserError);

@@ -82,8 +82,7 @@ GptImpl::GptImpl(const GptConfig& config) : config_(config) {
   // Additive causal mask: position t attends to positions <= t.
   const int64_t T = config_.block_size;
   causal_bias_ = register_buffer(
-      "causal_bias",
-      torch::full({T, T}, -std::numeric_limits<float>::infinity()).triu(1));
+      "causal_bias", torch::full({T, T}, -std::numeric_limits<float>::infinity()).triu(1));
   init_weights();
 }
 
@@ -102,8 +101,8 @@ void GptImpl::init_weights() {
     b->attn->c_proj->weight.normal_(0.0, residual_std);
     b->mlp->c_fc->weight.normal_(0.0, std);
     b->mlp->c_proj->weight.normal_(0.0, residual_std);
-    for (Affine* lin : {b->attn->c_attn.get(), b->attn->c_proj.get(), b->mlp->c_fc.get(),
-                        b->mlp->c_proj.get()}) {
+    for (Affine* lin :
+         {b->attn->c_attn.get(), b->attn->c_proj.get(), b->mlp->c_fc.get(), b->mlp->c_proj.get()}) {
       lin->bias.zero_();
     }
   }
@@ -124,7 +123,7 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& idx) {
     auto& blk = blocks_[l];
     if (hooks_) hooks_->before(int(l) + 1);
     // --- attention: x += c_proj(softmax(q k^T / sqrt(hs) + mask) v) ---
-    auto a = layer_norm(x, *blk->ln_1);                                          // [B, T, C]
+    auto a = layer_norm(x, *blk->ln_1);                                            // [B, T, C]
     auto qkv = at::linear(a, blk->attn->c_attn->weight, blk->attn->c_attn->bias);  // [B, T, 3C]
     auto parts = qkv.split(C, 2);
     // q, k, v [B, H, T, hs]
@@ -145,10 +144,10 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& idx) {
     att = at::softmax(att, -1);
     y = at::bmm(att, v3).view({B, H, T, hs});  // [B, H, T, hs]
 #endif
-    y = y.transpose(1, 2).reshape({B, T, C});                                        // [B, T, C]
+    y = y.transpose(1, 2).reshape({B, T, C});  // [B, T, C]
     x = x + at::linear(y, blk->attn->c_proj->weight, blk->attn->c_proj->bias);
     // --- MLP: x += c_proj(gelu_tanh(c_fc(ln_2(x)))) ---
-    auto m = layer_norm(x, *blk->ln_2);                                           // [B, T, C]
+    auto m = layer_norm(x, *blk->ln_2);  // [B, T, C]
     auto f = at::gelu(at::linear(m, blk->mlp->c_fc->weight, blk->mlp->c_fc->bias),
                       "tanh");  // [B, T, 4C]
     x = x + at::linear(f, blk->mlp->c_proj->weight, blk->mlp->c_proj->bias);
@@ -165,7 +164,7 @@ torch::Tensor GptImpl::logits(const torch::Tensor& idx) {
 torch::Tensor GptImpl::loss(const torch::Tensor& idx, const torch::Tensor& targets) {
   const int64_t B = idx.size(0), T = idx.size(1);
   auto x = hidden(idx).view({B * T, config_.n_embd});  // [B*T, C]
-  auto y = targets.reshape({B * T});                    // [B*T]
+  auto y = targets.reshape({B * T});                   // [B*T]
   if (head_chunk_rows_ <= 0) {
     auto logits = at::linear(x, wte_);  // [B*T, V]
     auto out = at::nll_loss(at::log_softmax(logits, -1, at::kFloat), y);
@@ -206,24 +205,26 @@ torch::Tensor head_loss_cpu(const torch::Tensor& x, const torch::Tensor& w,
                             const torch::Tensor& targets, int64_t chunk_rows, torch::Tensor* dx,
                             torch::Tensor* dw) {
   const int64_t N = x.size(0), V = w.size(0);
-  const auto xc_all = x.contiguous();                 // [N, C]
-  const auto wt = w.t();                              // [C, V]
-  const auto tgt = targets.contiguous();              // [N]
-  auto losses = torch::empty({N}, x.options());       // per-row loss
+  const auto xc_all = x.contiguous();            // [N, C]
+  const auto wt = w.t();                         // [C, V]
+  const auto tgt = targets.contiguous();         // [N]
+  auto losses = torch::empty({N}, x.options());  // per-row loss
   auto buf = torch::empty({std::min(chunk_rows, N), V}, x.options());
   const float scale = dx ? float(1.0 / double(N)) : 0.0f;
   for (int64_t r0 = 0; r0 < N; r0 += chunk_rows) {
     const int64_t n = std::min(chunk_rows, N - r0);
-    auto xc = xc_all.narrow(0, r0, n);                // [n, C]
-    auto g = buf.narrow(0, 0, n);                     // [n, V]
-    at::mm_out(g, xc, wt);                            // logits
+    auto xc = xc_all.narrow(0, r0, n);  // [n, C]
+    auto g = buf.narrow(0, 0, n);       // [n, V]
+    at::mm_out(g, xc, wt);              // logits
     softmax_xent_rows(g.data_ptr<float>(), n, V, V, tgt.data_ptr<int64_t>() + r0,
                       losses.data_ptr<float>() + r0, scale);  // -> (softmax - onehot) / N
     if (!dx) continue;
     auto dxc = dx->narrow(0, r0, n);
-    at::mm_out(dxc, g, w);                            // [n, C] = [n, V] x [V, C]
-    if (r0 == 0) at::mm_out(*dw, g.t(), xc);          // [V, C] = [V, n] x [n, C]
-    else dw->addmm_(g.t(), xc);
+    at::mm_out(dxc, g, w);  // [n, C] = [n, V] x [V, C]
+    if (r0 == 0)
+      at::mm_out(*dw, g.t(), xc);  // [V, C] = [V, n] x [n, C]
+    else
+      dw->addmm_(g.t(), xc);
   }
   return losses.mean();
 }
@@ -239,12 +240,12 @@ torch::Tensor head_loss_generic(const torch::Tensor& x, const torch::Tensor& w,
   auto losses = torch::empty({N}, x.options().dtype(at::kFloat));
   for (int64_t r0 = 0; r0 < N; r0 += chunk_rows) {
     const int64_t n = std::min(chunk_rows, N - r0);
-    auto xc = xm.narrow(0, r0, n);                              // [n, C]
-    auto tc = targets.narrow(0, r0, n).unsqueeze(1);            // [n, 1]
+    auto xc = xm.narrow(0, r0, n);                                              // [n, C]
+    auto tc = targets.narrow(0, r0, n).unsqueeze(1);                            // [n, 1]
     auto logp = at::_log_softmax(at::mm(xc, wm.t()).to(at::kFloat), 1, false);  // [n, V]
     losses.narrow(0, r0, n).copy_(logp.gather(1, tc).squeeze(1).neg());
     if (!dx) continue;
-    auto g = logp.exp_();                                       // softmax
+    auto g = logp.exp_();                                            // softmax
     g.scatter_add_(1, tc, torch::full({n, 1}, -1.0f, g.options()));  // - onehot
     auto gm = g.to(mdt);
     dx->narrow(0, r0, n).copy_(at::mm(gm, wm).mul_(inv_n));
@@ -256,8 +257,8 @@ torch::Tensor head_loss_generic(const torch::Tensor& x, const torch::Tensor& w,
 // Mean loss; when dx/dw are given, also fills dx [N, C] and dw [V, C] (not yet scaled by the
 // incoming gradient).
 torch::Tensor head_loss_pass(const torch::Tensor& x, const torch::Tensor& w,
-                             const torch::Tensor& targets, int64_t chunk_rows,
-                             c10::ScalarType mdt, torch::Tensor* dx, torch::Tensor* dw) {
+                             const torch::Tensor& targets, int64_t chunk_rows, c10::ScalarType mdt,
+                             torch::Tensor* dx, torch::Tensor* dw) {
   // Autocast would re-cast each product; the dtypes here are chosen explicitly instead.
   c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
   if (x.is_cpu() && x.scalar_type() == at::kFloat && w.scalar_type() == at::kFloat &&
@@ -308,8 +309,7 @@ torch::Tensor chunked_head_loss(const torch::Tensor& x, const torch::Tensor& w,
                                 c10::ScalarType matmul_dtype) {
   TORCH_CHECK(x.dim() == 2 && w.dim() == 2 && targets.dim() == 1, "chunked_head_loss: shapes");
   if (chunk_rows <= 0) chunk_rows = x.size(0);
-  const bool need_grad =
-      torch::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad());
+  const bool need_grad = torch::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad());
   if (!need_grad) {
     return head_loss_pass(x, w, targets, chunk_rows, matmul_dtype, nullptr, nullptr);
   }

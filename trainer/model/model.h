@@ -46,7 +46,6 @@ class GptImpl : public torch::nn::Module {
   std::vector<std::vector<size_t>> parameter_units();
   void set_unit_hooks(UnitHooks* hooks) { hooks_ = hooks; }
 
-
  private:
   torch::Tensor hidden(const torch::Tensor& idx);  // [B, T] -> [B, T, C] after ln_f
 

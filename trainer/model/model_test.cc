@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include <catch2/catch.hpp>
 #include <torch/torch.h>
+#include <catch2/catch.hpp>
 
 #include "optim/optim.h"
 

@@ -81,7 +81,7 @@ __attribute__((target("avx2,fma"))) inline void add_to(__m256d& a, __m256d& b, _
 }
 
 __attribute__((target("avx2,fma"))) void row_avx2(float* l, int64_t V, int64_t t, float* loss,
-                                                   float scale) {
+                                                  float scale) {
   const int64_t V8 = V & ~int64_t(7);
   const float lt = l[t];
   // Pass 1: the row maximum.

@@ -43,8 +43,8 @@ void AdamW::step(double lr) {
     const double decay = decay_[i] ? 1.0 - lr * opt_.weight_decay : 1.0;
     if (plain_cpu_float(p) && plain_cpu_float(g) && plain_cpu_float(m_[i]) &&
         plain_cpu_float(v_[i])) {
-      AdamWStep s{float(decay), float(opt_.beta1), float(opt_.beta2), float(bc2_sqrt),
-                  float(opt_.eps), float(step_size)};
+      AdamWStep s{float(decay),    float(opt_.beta1), float(opt_.beta2),
+                  float(bc2_sqrt), float(opt_.eps),   float(step_size)};
       adamw_update(p.data_ptr<float>(), g.data_ptr<float>(), m_[i].data_ptr<float>(),
                    v_[i].data_ptr<float>(), p.numel(), s);
       continue;
@@ -64,8 +64,10 @@ double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
   for (const auto& p : params) {
     const auto& g = p.grad();
     if (!g.defined()) continue;
-    if (plain_cpu_float(g)) sumsq += sum_of_squares(g.data_ptr<float>(), g.numel());
-    else norms.push_back(at::linalg_vector_norm(g, 2).to(at::kDouble));
+    if (plain_cpu_float(g))
+      sumsq += sum_of_squares(g.data_ptr<float>(), g.numel());
+    else
+      norms.push_back(at::linalg_vector_norm(g, 2).to(at::kDouble));
   }
   if (!norms.empty()) sumsq += at::stack(norms).pow(2).sum().item<double>();
   const double total = std::sqrt(sumsq);

@@ -14,8 +14,8 @@ namespace hpc::train {
 HPC_VECTOR_CLONES
 void adamw_update(float* __restrict p, const float* __restrict g, float* __restrict m,
                   float* __restrict v, int64_t n, const AdamWStep& s) {
-  const float decay = s.decay, b1 = s.beta1, b2 = s.beta2, c1 = 1.0f - s.beta1,
-              c2 = 1.0f - s.beta2, bc2 = s.bc2_sqrt, eps = s.eps, step = -s.step_size;
+  const float decay = s.decay, b1 = s.beta1, b2 = s.beta2, c1 = 1.0f - s.beta1, c2 = 1.0f - s.beta2,
+              bc2 = s.bc2_sqrt, eps = s.eps, step = -s.step_size;
   for (int64_t i = 0; i < n; ++i) {
     const float gi = g[i];
     const float mi = m[i] * b1 + c1 * gi;

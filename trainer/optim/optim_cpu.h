@@ -7,9 +7,9 @@
 namespace hpc::train {
 
 struct AdamWStep {
-  float decay;      // 1 - lr * weight_decay (1 for tensors without decay)
+  float decay;  // 1 - lr * weight_decay (1 for tensors without decay)
   float beta1, beta2;
-  float bc2_sqrt;   // sqrt(1 - beta2^t)
+  float bc2_sqrt;  // sqrt(1 - beta2^t)
   float eps;
   float step_size;  // lr / (1 - beta1^t)
 };
