@@ -1,7 +1,7 @@
 // hpclaunch tune: one all-reduce benchmark job (hpctrain bench-allreduce) per candidate set of
 // NCCL variables, ranked by bus bandwidth at large sizes; the winner's variables become a
 // cluster profile (<cluster>-tuned) in the user's profile directory, each with its reason and
-// the measured table. Also `hpclaunch clusters diff`. docs/tuning.md.
+// the measured table. The grid of candidates is tune_grid.h; docs/tuning.md.
 #pragma once
 
 #include <filesystem>
@@ -12,45 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "campaigns/tune_grid.h"
 #include "follow/jobs.h"
 #include "spec/catalog.h"
 #include "spec/spec.h"
 
 namespace hpc {
-
-// A variable's candidate value; nullopt: not exported at all (NCCL decides for itself).
-using TuneValue = std::optional<std::string>;
-
-// One candidate: the variables it sets, in grid order.
-struct TuneCandidate {
-  std::string id;  // c1, c2, ...
-  std::vector<std::pair<std::string, TuneValue>> vars;
-
-  std::string describe() const;  // "NCCL_ALGO=Ring NCCL_PROTO=(unset)"
-};
-
-// What to try. A grid file (JSON with comments, docs/tuning.md) holds "variables" (name ->
-// list of values: every combination is a candidate) and/or "candidates" (a list of explicit
-// sets, name -> value); a value is a string, an integer or null (unset).
-struct TuneGrid {
-  std::vector<std::pair<std::string, std::vector<TuneValue>>> variables;
-  std::vector<std::vector<std::pair<std::string, TuneValue>>> sets;
-  std::string origin;  // the file, or "default grid"
-};
-
-// Throws UserError "file[:line:col]: key: what; fix" for bad JSON, unknown keys, a value that
-// is not a string/integer/null, names that are not environment variables, empty lists,
-// duplicate values, and a grid without any candidate.
-TuneGrid read_tune_grid(const std::filesystem::path& path);
-TuneGrid parse_tune_grid(const nlohmann::json& j, const std::string& origin);
-
-// The default: NCCL_ALGO Ring/Tree, NCCL_PROTO Simple/LL128, NCCL_P2P_DISABLE 0/1, and
-// for NCCL_IB_HCA / NCCL_SOCKET_IFNAME the profile's value or unset, when the profile sets one.
-TuneGrid default_tune_grid(const ClusterProfile& profile);
-
-// Every candidate of the grid (the product of "variables", then the explicit sets), numbered.
-// Throws UserError when there is none, or more than max_candidates.
-std::vector<TuneCandidate> expand_tune_grid(const TuneGrid& grid, int max_candidates);
 
 // One row of bench-allreduce's JSON.
 struct BusbwRow {
