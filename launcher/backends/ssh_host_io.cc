@@ -42,20 +42,49 @@ void on_exit_signal(ssh_session, ssh_channel, const char* signal, int, const cha
   static_cast<ExitReport*>(userdata)->signal = signal ? signal : "TERM";
 }
 
+// The command line the login shell runs: `cd DIR && exec env K=V... ARGV...`, every word
+// shell-quoted.
+std::string remote_command(const std::vector<std::string>& argv,
+                           const std::vector<std::string>& env, const std::string& cwd) {
+  std::string command;
+  if (!cwd.empty()) command += "cd " + shell_quote(cwd) + " && ";
+  command += "exec";
+  if (!env.empty()) {
+    command += " env";
+    for (const auto& kv : env) command += " " + shell_quote(kv);
+  }
+  for (const auto& a : argv) command += " " + shell_quote(a);
+  return command;
+}
+
+// Sends as much of `input` from `written` on as the remote window takes (never blocks on a
+// full window), then EOF once all of it is sent. False, with nothing else done, when the write
+// failed: the session died, or the command closed its stdin.
+bool feed_stdin(ssh_channel channel, const std::string& input, size_t& written, bool& eof_sent) {
+  if (written < input.size()) {
+    uint32_t window = ssh_channel_window_size(channel);
+    size_t n = std::min<size_t>({input.size() - written, window, 32768});
+    if (n > 0) {
+      int w = ssh_channel_write(channel, input.data() + written, static_cast<uint32_t>(n));
+      if (w == SSH_ERROR) return false;
+      written += static_cast<size_t>(w);
+    }
+  }
+  if (written >= input.size()) {
+    ssh_channel_send_eof(channel);
+    eof_sent = true;
+  }
+  return true;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------------------------ run
 
 CommandResult SshHost::run(const std::vector<std::string>& argv, const CommandOptions& options) {
   if (argv.empty()) throw std::invalid_argument("SshHost::run: empty argv");
-  std::string command;
-  if (!options.cwd.empty()) command += "cd " + shell_quote(absolute(options.cwd)) + " && ";
-  command += "exec";
-  if (!options.env.empty()) {
-    command += " env";
-    for (const auto& kv : options.env) command += " " + shell_quote(kv);
-  }
-  for (const auto& a : argv) command += " " + shell_quote(a);
+  const std::string command =
+      remote_command(argv, options.env, options.cwd.empty() ? "" : absolute(options.cwd));
 
   CommandResult result;
   // Opening the channel is safe to repeat after a reconnect; the command has not started.
@@ -110,29 +139,13 @@ CommandResult SshHost::run(const std::vector<std::string>& argv, const CommandOp
   ssh_event_add_session(event, session_);
   char buf[65536];
   for (;;) {
-    // stdin, as much as the remote window takes (never block on a full window).
-    if (!eof_sent) {
-      if (written < input.size()) {
-        uint32_t window = ssh_channel_window_size(channel.get());
-        size_t n = std::min<size_t>({input.size() - written, window, 32768});
-        if (n > 0) {
-          int w =
-              ssh_channel_write(channel.get(), input.data() + written, static_cast<uint32_t>(n));
-          if (w == SSH_ERROR) {
-            if (!session_alive()) {
-              dead = true;
-              break;
-            }
-            written = input.size();  // the command closed its stdin: drop the rest
-          } else {
-            written += static_cast<size_t>(w);
-          }
-        }
+    if (!eof_sent && !feed_stdin(channel.get(), input, written, eof_sent)) {
+      if (!session_alive()) {
+        dead = true;
+        break;
       }
-      if (written >= input.size()) {
-        ssh_channel_send_eof(channel.get());
-        eof_sent = true;
-      }
+      written = input.size();  // the command closed its stdin: drop the rest, send EOF
+      feed_stdin(channel.get(), input, written, eof_sent);
     }
     // stdout and stderr, whatever has arrived.
     bool eof[2] = {false, false};
