@@ -50,6 +50,17 @@ int signal_from_name(std::string name) {
   return it == names.end() ? 0 : it->second;
 }
 
+int poll_timeout_ms(
+    std::initializer_list<std::optional<std::chrono::steady_clock::time_point>> deadlines) {
+  using Clock = std::chrono::steady_clock;
+  auto next = Clock::time_point::max();
+  for (const auto& t : deadlines)
+    if (t) next = std::min(next, *t);
+  if (next == Clock::time_point::max()) return -1;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count();
+  return static_cast<int>(std::clamp<long long>(ms + 1, 0, 60000));
+}
+
 std::string read_small_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return "";

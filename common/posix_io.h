@@ -2,6 +2,9 @@
 // inherited descriptors in a child, signal names, reading a small /proc file.
 #pragma once
 
+#include <chrono>
+#include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -17,6 +20,11 @@ void close_fds_from(int first);
 
 // "TERM", "SIGTERM", "term" or "15" -> SIGTERM; 0 for what names no signal.
 int signal_from_name(std::string name);
+
+// The poll(2) timeout that wakes a watch loop at the earliest of `deadlines` (the ones set):
+// -1 (wait for an event) when none is set, else milliseconds rounded up, at most a minute.
+int poll_timeout_ms(
+    std::initializer_list<std::optional<std::chrono::steady_clock::time_point>> deadlines);
 
 // The whole file (a /proc entry, a small JSON file); "" when it cannot be read.
 std::string read_small_file(const std::string& path);

@@ -447,15 +447,7 @@ class StepRunner {
         kill_at_.reset();
         signal_tasks(SIGKILL);
       }
-      auto next = drain_until.value_or(Clock::time_point::max());
-      for (const auto& t : {wait_at_, kill_at_})
-        if (t) next = std::min(next, *t);
-      int timeout_ms = -1;
-      if (next != Clock::time_point::max()) {
-        auto ms =
-            std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count();
-        timeout_ms = static_cast<int>(std::clamp<long long>(ms + 1, 0, 60000));
-      }
+      int timeout_ms = poll_timeout_ms({drain_until, wait_at_, kill_at_});
       std::vector<pollfd> fds;
       std::vector<std::pair<Task*, Stream*>> owners;
       fds.push_back({signal_fd_, POLLIN, 0});

@@ -422,15 +422,7 @@ class Supervisor {
         kill_at.reset();
         signal_session(pid, SIGKILL);
       }
-      auto next = Clock::time_point::max();
-      for (const auto& t : {signal_at, limit_at, kill_at})
-        if (t) next = std::min(next, *t);
-      int timeout_ms = -1;
-      if (next != Clock::time_point::max()) {
-        auto ms =
-            std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count();
-        timeout_ms = static_cast<int>(std::clamp<long long>(ms + 1, 0, 60000));
-      }
+      int timeout_ms = poll_timeout_ms({signal_at, limit_at, kill_at});
       pollfd p{signal_fd_, POLLIN, 0};
       int r = poll(&p, 1, timeout_ms);
       if (r < 0 && errno != EINTR) break;
