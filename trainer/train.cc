@@ -252,7 +252,7 @@ TrainData open_data(const TrainOptions& o, const dist::Rendezvous& rdv, const Gp
 
 // Which checkpoints a resume may use (newest first; none without one to resume). The newest
 // readable one is checked against the flags before anything is built; which one is used is
-// decided once the ranks can agree (select_checkpoint: a damaged one is skipped for the previous).
+// decided once the ranks can agree (load_checkpoint: a damaged one is skipped for the previous).
 std::vector<fs::path> resume_candidates(const TrainOptions& o, const std::string& resume,
                                         const GptConfig& config, int64_t T, int rank) {
   std::vector<fs::path> candidates;
@@ -278,7 +278,7 @@ std::vector<fs::path> resume_candidates(const TrainOptions& o, const std::string
     try {
       m = read_manifest(c);
     } catch (const UserError&) {
-      continue;  // damaged: select_checkpoint reports it and falls back
+      continue;  // damaged: load_checkpoint reports it and falls back
     }
     check_resumable(*m, c, config, T, o.total_batch_tokens);
     break;
@@ -359,9 +359,10 @@ int64_t resume_training(const std::vector<fs::path>& candidates, const std::stri
     train_data.seek(m.files[0].data.shard, m.files[0].data.position + B * T * rank);
   }
   print0(rank, fmt::format("resumed from {} at step {} (saved by {} rank(s) with {}; verified "
-                           "and loaded in {:.2f} s, of which SHA-256 {:.2f} s)",
+                           "and loaded in {:.2f} s; files read in {:.2f} s, SHA-256 {:.2f} s "
+                           "beside the reads, waited for {:.2f} s)",
                            cp->dir.string(), m.next_step, m.world, m.strategy, seconds_since(r0),
-                           cp->hash_seconds));
+                           cp->read_seconds, cp->hash_seconds, cp->hash_wait_seconds));
   return m.next_step;
 }
 
@@ -422,10 +423,10 @@ void write_checkpoint(const TrainOptions& o, int64_t step, const GptConfig& conf
                                      o.keep_checkpoints);
   print0(
       ranks.rank(),
-      fmt::format("step {:5d} | checkpoint {} ({:.1f} MB in {} files, {:.2f} s, of which SHA-256 "
-                  "{:.2f} s)",
+      fmt::format("step {:5d} | checkpoint {} ({:.1f} MB in {} files, {:.2f} s; SHA-256 {:.2f} s "
+                  "beside the writes, waited for {:.2f} s)",
                   step, saved.dir.string(), double(saved.bytes) / 1e6, ranks.world(),
-                  seconds_since(c0), saved.hash_seconds));
+                  seconds_since(c0), saved.hash_seconds, saved.hash_wait_seconds));
 }
 
 // After SIGUSR1/SIGTERM, once the checkpoint is whole on every rank: the exit status.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -248,7 +249,7 @@ SavedCheckpoint save_checkpoint(const fs::path& dir, Manifest info,
     prune_checkpoints(dir, keep);
   }
   group.barrier();  // no rank goes on (or exits) before the checkpoint is whole
-  SavedCheckpoint out{final_dir, 0, written.hash_seconds};
+  SavedCheckpoint out{final_dir, 0, written.hash_seconds, written.hash_wait_seconds};
   for (const auto& f : info.files) out.bytes += f.bytes;
   return out;
 }
@@ -311,7 +312,7 @@ std::string problem_of(const UserError& e, const fs::path& file) {
 // wrong with the file (its size or SHA-256 not the manifest's `f`, a tensor missing), or "".
 std::string read_verified(const fs::path& file, const ShardFile& f,
                           const std::vector<PieceCopy>& copies, const std::string& rng_tensor,
-                          std::string* rng, double& hash_seconds) {
+                          std::string* rng, Checkpoint& stats) {
   try {
     ShardReader reader(file);
     auto entry = [&](const std::string& key) -> const TensorEntry* {
@@ -345,7 +346,8 @@ std::string read_verified(const fs::path& file, const ShardFile& f,
           {t->begin, t->end, [rng](uint64_t, const char* p, size_t n) { rng->append(p, n); }});
     }
     const ShardDigest d = reader.read_all(std::move(ranges));
-    hash_seconds += d.hash_seconds;
+    stats.hash_seconds += d.hash_seconds;
+    stats.hash_wait_seconds += d.hash_wait_seconds;
     if (d.bytes != f.bytes) return fmt::format("{} bytes, the manifest says {}", d.bytes, f.bytes);
     if (d.sha256 != f.sha256) {
       return fmt::format("SHA-256 {} does not match the manifest's {}", d.sha256, f.sha256);
@@ -408,7 +410,7 @@ bool load_verified(Checkpoint& cp, const std::vector<dist::StatePiece>& pieces,
     const fs::path file = cp.dir / m.files[f].name;
     const std::string what =
         read_verified(file, m.files[f], it == copies.end() ? std::vector<PieceCopy>{} : it->second,
-                      m.rng_tensor, f == rng_file ? &rng : nullptr, cp.hash_seconds);
+                      m.rng_tensor, f == rng_file ? &rng : nullptr, cp);
     rng_read = rng_read || f == rng_file;
     if (what.empty()) continue;
     bad = true;
@@ -447,7 +449,7 @@ std::optional<Checkpoint> load_checkpoint(const std::vector<fs::path>& candidate
         c + 1 < candidates.size()
             ? fmt::format("trying the previous one, {}", candidates[c + 1].filename().string())
             : "no older checkpoint to fall back to";
-    Checkpoint cp{dir, {}, 0};
+    Checkpoint cp{dir, {}};
     std::string problem;
     try {
       cp.manifest = read_manifest(dir);
@@ -479,7 +481,7 @@ std::optional<Checkpoint> load_checkpoint(const std::vector<fs::path>& candidate
       // Skipped: this rank's other files are still verified, so that the warnings name every
       // damaged one.
       for (size_t i : sized) {
-        double ignored = 0;
+        Checkpoint ignored;
         const std::string what =
             read_verified(dir / files[i].name, files[i], {}, "", nullptr, ignored);
         if (!what.empty()) {
@@ -489,7 +491,11 @@ std::optional<Checkpoint> load_checkpoint(const std::vector<fs::path>& candidate
       }
       continue;
     }
-    if (load_verified(cp, pieces_for(cp), group, then)) return cp;
+    const auto pieces = pieces_for(cp);
+    const auto t0 = std::chrono::steady_clock::now();
+    const bool whole = load_verified(cp, pieces, group, then);
+    cp.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (whole) return cp;
   }
   return std::nullopt;
 }

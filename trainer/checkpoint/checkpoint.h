@@ -38,7 +38,8 @@ std::vector<ParamShape> param_layout(GptImpl& model);
 struct SavedCheckpoint {
   std::filesystem::path dir;
   uint64_t bytes = 0;
-  double hash_seconds = 0;  // this rank's seconds in SHA-256 while it wrote its file
+  // This rank's seconds in SHA-256 (on a second thread, beside the writes) and waiting for it.
+  double hash_seconds = 0, hash_wait_seconds = 0;
 };
 SavedCheckpoint save_checkpoint(const std::filesystem::path& dir, Manifest info,
                                 const std::vector<dist::StatePiece>& pieces,
@@ -60,7 +61,9 @@ Manifest read_manifest(const std::filesystem::path& checkpoint_dir);
 struct Checkpoint {
   std::filesystem::path dir;
   Manifest manifest;
-  double hash_seconds = 0;  // this rank's seconds in SHA-256 while it read the files
+  // This rank's seconds reading the files, in SHA-256 (on a second thread, beside the reads)
+  // and waiting for it.
+  double read_seconds = 0, hash_seconds = 0, hash_wait_seconds = 0;
 };
 
 // What a rank fills from a checkpoint, decided once its manifest is read: the strategy's

@@ -63,16 +63,17 @@ class SafetensorsFile {
 
 size_t dtype_size(const std::string& dtype);  // 0 for unknown
 
-// What write_safetensors wrote: the SHA-256 (hex) of the file's bytes, computed as they were
-// written, its size, and the seconds spent in SHA-256.
+// What write_safetensors wrote: the SHA-256 (hex) of the file's bytes, its size, the seconds
+// SHA-256 took (on its own thread) and the seconds the writer waited for it after the fsync.
 struct WrittenFile {
   std::string sha256;
   uint64_t bytes = 0;
-  double hash_seconds = 0;
+  double hash_seconds = 0, hash_wait_seconds = 0;
 };
 
-// Streams the tensors (in the given order) to `path` via a temp file, fsync and rename, hashing
-// each piece of the file as it goes out: one pass over the bytes, no copy of the whole file.
+// Writes the tensors (in the given order) straight from their memory to `path` via a temp file,
+// fsync and rename, and hashes the same bytes meanwhile on a second thread: no copy of the whole
+// file, no second pass over it.
 WrittenFile write_safetensors(const std::filesystem::path& path,
                               const std::vector<std::pair<std::string, TensorBytes>>& tensors,
                               const std::map<std::string, std::string>& metadata);

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <future>
 #include <memory>
 
 #include <fmt/format.h>
@@ -51,6 +52,12 @@ ShardReader::~ShardReader() {
 }
 
 void ShardReader::read_exact(char* p, size_t n) {
+  if (read_some(p, n) < n) {
+    throw UserError(path_.string(), "ends early (truncated while read)", "");
+  }
+}
+
+size_t ShardReader::read_some(char* p, size_t n) {
   size_t done = 0;
   while (done < n) {
     const ssize_t got = ::read(fd_, p + done, n - done);
@@ -58,10 +65,11 @@ void ShardReader::read_exact(char* p, size_t n) {
     if (got < 0) {
       throw UserError(path_.string(), fmt::format("cannot read: {}", std::strerror(errno)), "");
     }
-    if (got == 0) throw UserError(path_.string(), "ends early (truncated while read)", "");
+    if (got == 0) break;
     done += size_t(got);
   }
-  digest_.bytes += n;
+  digest_.bytes += done;
+  return done;
 }
 
 void ShardReader::hash(const char* p, size_t n) {
@@ -74,15 +82,41 @@ void ShardReader::hash(const char* p, size_t n) {
 ShardDigest ShardReader::read_all(std::vector<ByteRange> ranges) {
   std::sort(ranges.begin(), ranges.end(),
             [](const ByteRange& a, const ByteRange& b) { return a.begin < b.begin; });
-  std::unique_ptr<char[]> buf(new char[kPiece]);
+  // Two buffers: this thread reads the next piece into one and copies its ranges out while a
+  // second thread hashes the other; the hashes run in file order, each after the one before.
+  std::unique_ptr<char[]> buf[2] = {std::make_unique<char[]>(kPiece),
+                                    std::make_unique<char[]>(kPiece)};
+  std::shared_future<void> hashed[2];  // the hash of the piece last read into each buffer
+  std::shared_future<void> last;       // the hash of the latest piece
+  int cur = 0;
+  auto wait = [&](const std::shared_future<void>& f) {
+    if (!f.valid()) return;
+    const auto t0 = std::chrono::steady_clock::now();
+    f.get();  // rethrows what the hash threw
+    digest_.hash_wait_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  // Reads n bytes into the free buffer, hands them to `r` (when given) and queues their hash.
+  auto next = [&](size_t n, uint64_t pos, const ByteRange* r) {
+    wait(hashed[cur]);
+    char* p = buf[cur].get();
+    n = read_some(p, n);
+    if (n == 0) return n;
+    if (r) r->take(pos - r->begin, p, n);
+    last = std::async(std::launch::async, [this, prev = last, p, n] {
+             if (prev.valid()) prev.get();
+             hash(p, n);
+           }).share();
+    hashed[cur] = last;
+    cur ^= 1;
+    return n;
+  };
   uint64_t pos = 0;  // in the data section
   // Bytes [pos, to) of the data, handed to `r` (when given) piece by piece.
   auto pump = [&](uint64_t to, const ByteRange* r) {
     while (pos < to) {
-      const size_t n = size_t(std::min<uint64_t>(kPiece, to - pos));
-      read_exact(buf.get(), n);
-      hash(buf.get(), n);
-      if (r) r->take(pos - r->begin, buf.get(), n);
+      const size_t n = next(size_t(std::min<uint64_t>(kPiece, to - pos)), pos, r);
+      if (n == 0) throw UserError(path_.string(), "ends early (truncated while read)", "");
       pos += n;
     }
   };
@@ -95,13 +129,8 @@ ShardDigest ShardReader::read_all(std::vector<ByteRange> ranges) {
   }
   pump(data_bytes_, nullptr);
   // Whatever follows (the file grew since it was opened) counts too: the size will not match.
-  for (;;) {
-    const ssize_t got = ::read(fd_, buf.get(), kPiece);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    hash(buf.get(), size_t(got));
-    digest_.bytes += uint64_t(got);
-  }
+  while (next(kPiece, pos, nullptr) > 0) {}
+  wait(last);
   digest_.sha256 = sha_.hex_digest();
   return digest_;
 }

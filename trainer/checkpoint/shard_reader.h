@@ -24,11 +24,12 @@ struct ByteRange {
   std::function<void(uint64_t at, const char* p, size_t n)> take;
 };
 
-// The whole file's SHA-256 (hex), its size, and the seconds spent in SHA-256.
+// The whole file's SHA-256 (hex), its size, the seconds SHA-256 took (on a second thread, beside
+// the reads) and the seconds the reader waited for it.
 struct ShardDigest {
   std::string sha256;
   uint64_t bytes = 0;
-  double hash_seconds = 0;
+  double hash_seconds = 0, hash_wait_seconds = 0;
 };
 
 class ShardReader {
@@ -52,6 +53,7 @@ class ShardReader {
 
  private:
   void read_exact(char* p, size_t n);
+  size_t read_some(char* p, size_t n);  // up to n bytes, fewer only at the end of the file
   void hash(const char* p, size_t n);
   std::filesystem::path path_;
   int fd_ = -1;
