@@ -23,45 +23,68 @@ namespace {
 
 }  // namespace
 
-void write_file_atomically(const std::filesystem::path& path, std::string_view content,
-                           mode_t mode) {
+AtomicFileWriter::AtomicFileWriter(const std::filesystem::path& path, mode_t mode)
+    : path_(path), mode_(mode) {
   std::filesystem::path dir = path.parent_path();
   if (dir.empty()) dir = ".";
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     throw UserError(path.string(), "is a directory", "give a file name for the output");
   }
-  std::string tmpl = (dir / ("." + path.filename().string() + ".tmp-XXXXXX")).string();
-  int fd = mkstemp(tmpl.data());
-  if (fd < 0) fail(path, "create temp file", errno);
+  tmp_ = (dir / ("." + path.filename().string() + ".tmp-XXXXXX")).string();
+  fd_ = mkstemp(tmp_.data());
+  if (fd_ < 0) fail(path, "create temp file", errno);
+}
 
-  auto abandon = [&](const std::string& step) {
-    int err = errno;
-    close(fd);
-    unlink(tmpl.c_str());
-    fail(path, step, err);
-  };
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) {
+    close(fd_);
+    unlink(tmp_.c_str());
+  }
+}
+
+void AtomicFileWriter::abandon(const std::string& step) {
+  int err = errno;
+  close(fd_);
+  fd_ = -1;
+  unlink(tmp_.c_str());
+  fail(path_, step, err);
+}
+
+void AtomicFileWriter::write(std::string_view bytes) {
   size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = write(fd, content.data() + done, content.size() - done);
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
       abandon("write");
     }
     done += static_cast<size_t>(n);
   }
-  if (fchmod(fd, mode) != 0) abandon("chmod");
-  if (fsync(fd) != 0) abandon("fsync");
+}
+
+void AtomicFileWriter::commit() {
+  if (fchmod(fd_, mode_) != 0) abandon("chmod");
+  if (fsync(fd_) != 0) abandon("fsync");
+  const int fd = fd_;
+  fd_ = -1;
   if (close(fd) != 0) {
     int err = errno;
-    unlink(tmpl.c_str());
-    fail(path, "close", err);
+    unlink(tmp_.c_str());
+    fail(path_, "close", err);
   }
-  if (rename(tmpl.c_str(), path.c_str()) != 0) {
+  if (rename(tmp_.c_str(), path_.c_str()) != 0) {
     int err = errno;
-    unlink(tmpl.c_str());
-    fail(path, "rename", err);
+    unlink(tmp_.c_str());
+    fail(path_, "rename", err);
   }
+}
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view content,
+                           mode_t mode) {
+  AtomicFileWriter out(path, mode);
+  out.write(content);
+  out.commit();
 }
 
 }  // namespace hpc

@@ -12,6 +12,7 @@ set -euo pipefail
 launcher_pkgs=(
   build-essential cmake ccache pkg-config
   nlohmann-json3-dev libcli11-dev libfmt-dev libkainjow-mustache-dev catch2 libssh-dev
+  libssl-dev # libcrypto: SHA-256 of the spec and of checkpoint shards
   shellcheck gnuplot-nox
   libxml2-utils # xmllint: the sweep tests check that the SVG plots parse
 )

@@ -252,7 +252,7 @@ TrainData open_data(const TrainOptions& o, const dist::Rendezvous& rdv, const Gp
 
 // Which checkpoints a resume may use (newest first; none without one to resume). The newest
 // readable one is checked against the flags before anything is built; which one is used is
-// decided once the ranks can agree (select_checkpoint: a damaged one is skipped for the previous).
+// decided once the ranks can agree (load_checkpoint: a damaged one is skipped for the previous).
 std::vector<fs::path> resume_candidates(const TrainOptions& o, const std::string& resume,
                                         const GptConfig& config, int64_t T, int rank) {
   std::vector<fs::path> candidates;
@@ -278,7 +278,7 @@ std::vector<fs::path> resume_candidates(const TrainOptions& o, const std::string
     try {
       m = read_manifest(c);
     } catch (const UserError&) {
-      continue;  // damaged: select_checkpoint reports it and falls back
+      continue;  // damaged: load_checkpoint reports it and falls back
     }
     check_resumable(*m, c, config, T, o.total_batch_tokens);
     break;
@@ -330,7 +330,18 @@ int64_t resume_training(const std::vector<fs::path>& candidates, const std::stri
   const auto r0 = Clock::now();
   dist::ProcessGroup& ranks = strategy.group();
   const int rank = ranks.rank();
-  const auto cp = select_checkpoint(candidates, ranks);
+  const auto cp = load_checkpoint(
+      candidates,
+      [&](const Checkpoint& c) {
+        check_resumable(c.manifest, c.dir, config, T, o.total_batch_tokens);
+        if (c.manifest.params != layout) {
+          throw UserError((c.dir / "manifest.json").string(),
+                          "its parameter names or shapes are not the model's",
+                          "resume with the same model flags");
+        }
+        return strategy.pieces_to_load();
+      },
+      ranks);
   if (!cp) {
     throw UserError(resume == "auto" ? o.checkpoint_dir : resume,
                     fmt::format("none of the {} checkpoint(s) is whole (see the warnings above)",
@@ -338,13 +349,6 @@ int64_t resume_training(const std::vector<fs::path>& candidates, const std::stri
                     "resume from another copy, or start afresh without --resume");
   }
   const Manifest& m = cp->manifest;
-  check_resumable(m, cp->dir, config, T, o.total_batch_tokens);
-  if (m.params != layout) {
-    throw UserError((cp->dir / "manifest.json").string(),
-                    "its parameter names or shapes are not the model's",
-                    "resume with the same model flags");
-  }
-  load_pieces(*cp, strategy.pieces_to_load());
   strategy.set_optimizer_steps(m.optimizer_steps);
   strategy.after_load();
   // The data: each rank where it stood, or, with another world size or micro-batch, where the
@@ -355,8 +359,10 @@ int64_t resume_training(const std::vector<fs::path>& candidates, const std::stri
     train_data.seek(m.files[0].data.shard, m.files[0].data.position + B * T * rank);
   }
   print0(rank, fmt::format("resumed from {} at step {} (saved by {} rank(s) with {}; verified "
-                           "and loaded in {:.2f} s)",
-                           cp->dir.string(), m.next_step, m.world, m.strategy, seconds_since(r0)));
+                           "and loaded in {:.2f} s; files read in {:.2f} s, SHA-256 {:.2f} s "
+                           "beside the reads, waited for {:.2f} s)",
+                           cp->dir.string(), m.next_step, m.world, m.strategy, seconds_since(r0),
+                           cp->read_seconds, cp->hash_seconds, cp->hash_wait_seconds));
   return m.next_step;
 }
 
@@ -415,9 +421,12 @@ void write_checkpoint(const TrainOptions& o, int64_t step, const GptConfig& conf
   const auto saved = save_checkpoint(o.checkpoint_dir, info, strategy.pieces_to_save(),
                                      DataPosition{train_data.shard(), train_data.position()}, ranks,
                                      o.keep_checkpoints);
-  print0(ranks.rank(), fmt::format("step {:5d} | checkpoint {} ({:.1f} MB in {} files, {:.2f} s)",
-                                   step, saved.dir.string(), double(saved.bytes) / 1e6,
-                                   ranks.world(), seconds_since(c0)));
+  print0(
+      ranks.rank(),
+      fmt::format("step {:5d} | checkpoint {} ({:.1f} MB in {} files, {:.2f} s; SHA-256 {:.2f} s "
+                  "beside the writes, waited for {:.2f} s)",
+                  step, saved.dir.string(), double(saved.bytes) / 1e6, ranks.world(),
+                  seconds_since(c0), saved.hash_seconds, saved.hash_wait_seconds));
 }
 
 // After SIGUSR1/SIGTERM, once the checkpoint is whole on every rank: the exit status.
@@ -595,6 +604,7 @@ int run_export(const ExportOptions& o) {
   if (o.to.empty()) throw UserError("--to", "is required", "name the directory to write");
   set_threads(o.runtime);
   std::optional<Checkpoint> cp;
+  Gpt model(nullptr);  // built from the checkpoint's config once its manifest is read
   ModelOptions mo = o.model;
   if (!o.from.empty()) {
     fs::path from = o.from;
@@ -608,7 +618,25 @@ int run_export(const ExportOptions& o) {
             "give a checkpoint (DIR/step_NNNNNNNN), a directory of them, or HF weights");
       }
       dist::SingleProcessGroup single;
-      cp = select_checkpoint(candidates, single);
+      cp = load_checkpoint(
+          candidates,
+          [&](const Checkpoint& c) {
+            torch::manual_seed(o.seed);
+            model = Gpt(c.manifest.config);
+            if (c.manifest.params != param_layout(*model)) {
+              throw UserError((c.dir / "manifest.json").string(),
+                              "its parameter names or shapes are not GPT-2's",
+                              "export a checkpoint written by hpctrain train");
+            }
+            // Every parameter whole, from whichever ranks' files hold it; no optimiser state.
+            std::vector<dist::StatePiece> pieces;
+            auto params = parameters_of(*model);
+            for (size_t i = 0; i < params.size(); ++i) {
+              pieces.push_back({i, 0, params[i].numel(), params[i].detach().view({-1}), {}, {}});
+            }
+            return pieces;
+          },
+          single);
       if (!cp) {
         throw UserError("--from",
                         fmt::format("none of the {} checkpoint(s) at {} is whole (see the "
@@ -618,23 +646,11 @@ int run_export(const ExportOptions& o) {
       }
     }
   }
-  GptConfig config = cp ? cp->manifest.config : mo.resolve();
-  torch::manual_seed(o.seed);
-  Gpt model(config);
-  if (!mo.init_from.empty()) load_hf_weights(mo.init_from, *model);
-  if (cp) {
-    if (cp->manifest.params != param_layout(*model)) {
-      throw UserError((cp->dir / "manifest.json").string(),
-                      "its parameter names or shapes are not GPT-2's",
-                      "export a checkpoint written by hpctrain train");
-    }
-    // Every parameter whole, from whichever ranks' files hold it; no optimiser state.
-    std::vector<dist::StatePiece> pieces;
-    auto params = parameters_of(*model);
-    for (size_t i = 0; i < params.size(); ++i) {
-      pieces.push_back({i, 0, params[i].numel(), params[i].detach().view({-1}), {}, {}});
-    }
-    load_pieces(*cp, pieces);
+  const GptConfig config = cp ? cp->manifest.config : mo.resolve();
+  if (!cp) {
+    torch::manual_seed(o.seed);
+    model = Gpt(config);
+    if (!mo.init_from.empty()) load_hf_weights(mo.init_from, *model);
   }
   export_hf(o.to, *model);
   fmt::print("exported {}{} to {}\n", describe(config),

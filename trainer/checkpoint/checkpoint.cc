@@ -1,12 +1,12 @@
 #include "checkpoint/checkpoint.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -21,12 +21,12 @@
 
 #include "atomic_file.h"
 #include "checkpoint/safetensors.h"
+#include "checkpoint/shard_reader.h"
 #include "dist/process_group.h"
 #include "dist/state_piece.h"
 #include "error.h"
 #include "json_file.h"
 #include "model/model.h"
-#include "sha256.h"
 
 namespace hpc::train {
 namespace fs = std::filesystem;
@@ -114,39 +114,6 @@ std::vector<ParamShape> param_layout(GptImpl& model) {
 
 namespace {
 
-// A file mapped read-only (checksums of shard files without reading them into memory).
-class MappedFile {
- public:
-  explicit MappedFile(const fs::path& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw std::runtime_error(std::strerror(errno));
-    struct stat st {};
-    ::fstat(fd, &st);
-    bytes_ = size_t(st.st_size);
-    if (bytes_ > 0) {
-      map_ = ::mmap(nullptr, bytes_, PROT_READ, MAP_SHARED, fd, 0);
-      if (map_ == MAP_FAILED) {
-        map_ = nullptr;
-        ::close(fd);
-        throw std::runtime_error("cannot map the file");
-      }
-    }
-    ::close(fd);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  ~MappedFile() {
-    if (map_) ::munmap(map_, bytes_);
-  }
-  std::string_view view() const {
-    return map_ ? std::string_view(static_cast<const char*>(map_), bytes_) : std::string_view();
-  }
-
- private:
-  void* map_ = nullptr;
-  size_t bytes_ = 0;
-};
-
 // Makes the directory's entries (a rename) durable.
 void sync_directory(const fs::path& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -157,8 +124,8 @@ void sync_directory(const fs::path& dir) {
 
 std::string sidecar_name(int rank) { return fmt::format("rank{:05d}.json", rank); }
 
-// What is wrong with a shard file, or "" when it is whole.
-std::string check_shard_file(const fs::path& file, const ShardFile& f) {
+// What is wrong with a shard file's presence and size, or "" (checked before anything is read).
+std::string check_shard_size(const fs::path& file, const ShardFile& f) {
   std::error_code ec;
   if (!fs::exists(file, ec)) return "missing";
   const auto size = fs::file_size(file, ec);
@@ -166,15 +133,6 @@ std::string check_shard_file(const fs::path& file, const ShardFile& f) {
   if (size != f.bytes) {
     return fmt::format("{} bytes, the manifest says {} ({})", size, f.bytes,
                        size < f.bytes ? "truncated" : "appended to");
-  }
-  try {
-    MappedFile m(file);
-    const std::string sum = sha256_hex(m.view());
-    if (sum != f.sha256) {
-      return fmt::format("SHA-256 {} does not match the manifest's {}", sum, f.sha256);
-    }
-  } catch (const std::exception& e) {
-    return fmt::format("cannot read: {}", e.what());
   }
   return "";
 }
@@ -250,8 +208,10 @@ SavedCheckpoint save_checkpoint(const fs::path& dir, Manifest info,
     std::lock_guard<std::mutex> lock(gen.mutex());
     w.add("rng.cpu", gen.get_state());
   }
-  mine.sha256 = write_safetensors(tmp / mine.name, w.entries, {{"format", "hpctrain-shard"}});
-  mine.bytes = fs::file_size(tmp / mine.name);
+  const WrittenFile written =
+      write_safetensors(tmp / mine.name, w.entries, {{"format", "hpctrain-shard"}});
+  mine.sha256 = written.sha256;
+  mine.bytes = written.bytes;
   w = WriteList();  // the CPU copies of the state are not needed any more
   hpc::write_file_atomically(tmp / sidecar_name(rank), shard_file_to_json(mine));
   group.barrier();
@@ -289,7 +249,7 @@ SavedCheckpoint save_checkpoint(const fs::path& dir, Manifest info,
     prune_checkpoints(dir, keep);
   }
   group.barrier();  // no rank goes on (or exits) before the checkpoint is whole
-  SavedCheckpoint out{final_dir, 0};
+  SavedCheckpoint out{final_dir, 0, written.hash_seconds, written.hash_wait_seconds};
   for (const auto& f : info.files) out.bytes += f.bytes;
   return out;
 }
@@ -330,9 +290,159 @@ Manifest read_manifest(const fs::path& checkpoint_dir) {
   return parse_manifest(hpc::read_text_file(file, "checkpoint manifest"), file.string());
 }
 
-std::optional<Checkpoint> select_checkpoint(const std::vector<fs::path>& candidates,
-                                            dist::ProcessGroup& group) {
-  const int rank = group.rank(), world = group.world();
+namespace {
+
+// A range of one saved tensor ("value.K", "exp_avg.K", "exp_avg_sq.K" of a file) that this rank
+// copies into one of its pieces.
+struct PieceCopy {
+  std::string key;
+  int64_t saved_length = 0;  // elements of the saved tensor (the manifest's piece length)
+  int64_t src_offset = 0, length = 0;
+  at::Tensor dst;  // `length` elements
+};
+
+// The message of a UserError about `file`, without the file's name in front.
+std::string problem_of(const UserError& e, const fs::path& file) {
+  const std::string what = e.what(), prefix = file.string() + ": ";
+  return what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what;
+}
+
+// Reads `file` whole, once: every byte is hashed as it passes, the `copies` are copied into their
+// pieces as they pass, and the tensor `rng_tensor` into *rng when rng is given. Returns what is
+// wrong with the file (its size or SHA-256 not the manifest's `f`, a tensor missing), or "".
+std::string read_verified(const fs::path& file, const ShardFile& f,
+                          const std::vector<PieceCopy>& copies, const std::string& rng_tensor,
+                          std::string* rng, Checkpoint& stats) {
+  try {
+    ShardReader reader(file);
+    auto entry = [&](const std::string& key) -> const TensorEntry* {
+      auto it = reader.tensors().find(key);
+      return it == reader.tensors().end() ? nullptr : &it->second;
+    };
+    std::vector<ByteRange> ranges;
+    for (const auto& c : copies) {
+      const TensorEntry* t = entry(c.key);
+      if (!t) return fmt::format("missing tensor '{}'", c.key);
+      const uint64_t es = dtype_size(t->dtype);
+      const c10::ScalarType type = scalar_type_of(t->dtype, file.string());
+      if ((t->end - t->begin) / es != uint64_t(c.saved_length)) {
+        return fmt::format("tensor '{}' has {} elements, the manifest says {}", c.key,
+                           (t->end - t->begin) / es, c.saved_length);
+      }
+      at::Tensor dst = c.dst;
+      ranges.push_back({t->begin + uint64_t(c.src_offset) * es,
+                        t->begin + uint64_t(c.src_offset + c.length) * es,
+                        [dst, es, type](uint64_t at, const char* p, size_t n) {
+                          const int64_t k = int64_t(n / es);
+                          dst.narrow(0, int64_t(at / es), k)
+                              .copy_(torch::from_blob(const_cast<char*>(p), {k},
+                                                      torch::TensorOptions().dtype(type)));
+                        }});
+    }
+    if (rng) {
+      const TensorEntry* t = entry(rng_tensor);
+      if (!t) return fmt::format("missing tensor '{}'", rng_tensor);
+      ranges.push_back(
+          {t->begin, t->end, [rng](uint64_t, const char* p, size_t n) { rng->append(p, n); }});
+    }
+    const ShardDigest d = reader.read_all(std::move(ranges));
+    stats.hash_seconds += d.hash_seconds;
+    stats.hash_wait_seconds += d.hash_wait_seconds;
+    if (d.bytes != f.bytes) return fmt::format("{} bytes, the manifest says {}", d.bytes, f.bytes);
+    if (d.sha256 != f.sha256) {
+      return fmt::format("SHA-256 {} does not match the manifest's {}", d.sha256, f.sha256);
+    }
+    return "";
+  } catch (const UserError& e) {
+    return problem_of(e, file);
+  }
+}
+
+// The copies this rank makes from each file (by index) to fill `pieces`.
+std::map<size_t, std::vector<PieceCopy>> plan_copies(const Manifest& m,
+                                                     const std::vector<dist::StatePiece>& pieces,
+                                                     const std::string& where) {
+  std::map<size_t, std::vector<PieceCopy>> out;
+  for (const auto& p : pieces) {
+    if (p.param >= m.params.size()) {
+      throw std::logic_error("load_checkpoint: a piece of an unknown parameter");
+    }
+    for (const auto& o : overlaps(m, {p.param, p.offset, p.length}, where)) {
+      const int64_t saved = m.files[o.file].pieces[o.piece].length;
+      auto add = [&](const at::Tensor& dst, const char* what) {
+        if (!dst.defined()) return;
+        out[o.file].push_back({fmt::format("{}.{}", what, o.piece), saved, o.src_offset, o.length,
+                               dst.narrow(0, o.dst_offset, o.length)});
+      };
+      add(p.value, "value");
+      add(p.exp_avg, "exp_avg");
+      add(p.exp_avg_sq, "exp_avg_sq");
+    }
+  }
+  return out;
+}
+
+// This rank's part of loading `cp` into `pieces`: each file its pieces overlap, and each file it
+// verifies (file i: rank i mod W), read whole once and verified while its ranges are copied; the
+// CPU generator's state. Returns whether every rank found its files whole (the rank verifying a
+// damaged file warns); when not, the pieces are partly filled and the next candidate refills them.
+bool load_verified(Checkpoint& cp, const std::vector<dist::StatePiece>& pieces,
+                   dist::ProcessGroup& group, const std::string& then) {
+  torch::NoGradGuard no_grad;
+  const size_t rank = size_t(group.rank()), world = size_t(group.world());
+  const Manifest& m = cp.manifest;
+  const std::string where = (cp.dir / "manifest.json").string();
+  const auto copies = plan_copies(m, pieces, where);
+  size_t rng_file = m.files.size();  // none
+  if (!m.rng_file.empty()) {
+    rng_file = 0;
+    while (rng_file < m.files.size() && m.files[rng_file].name != m.rng_file) ++rng_file;
+    if (rng_file == m.files.size()) {
+      throw UserError(where, fmt::format("rng.file '{}' is not one of its files", m.rng_file), "");
+    }
+  }
+  std::string rng;
+  bool rng_read = false, bad = false;
+  for (size_t f = 0; f < m.files.size(); ++f) {
+    const auto it = copies.find(f);
+    const bool verifier = f % world == rank;
+    if (!verifier && it == copies.end()) continue;
+    const fs::path file = cp.dir / m.files[f].name;
+    const std::string what =
+        read_verified(file, m.files[f], it == copies.end() ? std::vector<PieceCopy>{} : it->second,
+                      m.rng_tensor, f == rng_file ? &rng : nullptr, cp);
+    rng_read = rng_read || f == rng_file;
+    if (what.empty()) continue;
+    bad = true;
+    if (verifier) {
+      warn(fmt::format("{}: {}; skipping checkpoint {}, {}", file.string(), what, cp.dir.string(),
+                       then));
+    }
+  }
+  if (rng_file < m.files.size() && !rng_read) {  // verified by the rank that reads it whole
+    try {
+      ShardReader reader(cp.dir / m.rng_file);
+      auto it = reader.tensors().find(m.rng_tensor);
+      if (it == reader.tensors().end()) bad = true;
+      if (it != reader.tensors().end()) rng = reader.read_unverified(it->second);
+    } catch (const UserError&) {
+      bad = true;
+    }
+  }
+  if (group.any_rank(bad)) return false;
+  if (rng_file < m.files.size()) {
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(torch::from_blob(rng.data(), {int64_t(rng.size())}, at::kByte).clone());
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<Checkpoint> load_checkpoint(const std::vector<fs::path>& candidates,
+                                          const PiecesFor& pieces_for, dist::ProcessGroup& group) {
+  const size_t rank = size_t(group.rank()), world = size_t(group.world());
   for (size_t c = 0; c < candidates.size(); ++c) {
     const fs::path& dir = candidates[c];
     const std::string then =
@@ -353,84 +463,41 @@ std::optional<Checkpoint> select_checkpoint(const std::vector<fs::path>& candida
       }
       continue;
     }
-    bool bad = false;
+    // Presence and sizes first (nothing read yet): file i by rank i mod W.
     const auto& files = cp.manifest.files;
-    for (size_t i = size_t(rank); i < files.size(); i += size_t(world)) {
-      const fs::path file = dir / files[i].name;
-      const std::string what = check_shard_file(file, files[i]);
-      if (what.empty()) continue;
-      warn(fmt::format("{}: {}; skipping checkpoint {}, {}", file.string(), what, dir.string(),
-                       then));
+    std::vector<size_t> sized;
+    bool bad = false;
+    for (size_t i = rank; i < files.size(); i += world) {
+      const std::string what = check_shard_size(dir / files[i].name, files[i]);
+      if (what.empty()) {
+        sized.push_back(i);
+        continue;
+      }
+      warn(fmt::format("{}: {}; skipping checkpoint {}, {}", (dir / files[i].name).string(), what,
+                       dir.string(), then));
       bad = true;
     }
-    if (group.any_rank(bad)) continue;
-    return cp;
+    if (group.any_rank(bad)) {
+      // Skipped: this rank's other files are still verified, so that the warnings name every
+      // damaged one.
+      for (size_t i : sized) {
+        Checkpoint ignored;
+        const std::string what =
+            read_verified(dir / files[i].name, files[i], {}, "", nullptr, ignored);
+        if (!what.empty()) {
+          warn(fmt::format("{}: {}; skipping checkpoint {}, {}", (dir / files[i].name).string(),
+                           what, dir.string(), then));
+        }
+      }
+      continue;
+    }
+    const auto pieces = pieces_for(cp);
+    const auto t0 = std::chrono::steady_clock::now();
+    const bool whole = load_verified(cp, pieces, group, then);
+    cp.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (whole) return cp;
   }
   return std::nullopt;
-}
-
-void load_pieces(const Checkpoint& cp, const std::vector<dist::StatePiece>& pieces) {
-  torch::NoGradGuard no_grad;
-  const Manifest& m = cp.manifest;
-  const std::string where = (cp.dir / "manifest.json").string();
-  std::map<size_t, SafetensorsFile> open;
-  auto file = [&](size_t f) -> SafetensorsFile& {
-    auto it = open.find(f);
-    if (it == open.end()) {
-      it = open.emplace(f, SafetensorsFile::open(cp.dir / m.files[f].name)).first;
-    }
-    return it->second;
-  };
-  auto tensor = [&](size_t f, const std::string& key, int64_t length) {
-    const auto& st = file(f);
-    const std::string fwhere = st.path().string();
-    auto it = st.tensors().find(key);
-    if (it == st.tensors().end()) {
-      throw UserError(fwhere, fmt::format("missing tensor '{}'", key),
-                      "the checkpoint is damaged; use another one");
-    }
-    at::Tensor v = view_of(it->second, fwhere).view({-1});
-    if (v.numel() != length) {
-      throw UserError(
-          fwhere,
-          fmt::format("tensor '{}' has {} elements, the manifest says {}", key, v.numel(), length),
-          "the checkpoint is damaged; use another one");
-    }
-    return v;
-  };
-  for (const auto& p : pieces) {
-    if (p.param >= m.params.size()) {
-      throw std::logic_error("load_pieces: a piece of an unknown parameter");
-    }
-    for (const auto& o : overlaps(m, {p.param, p.offset, p.length}, where)) {
-      const int64_t saved = m.files[o.file].pieces[o.piece].length;
-      auto copy = [&](const at::Tensor& dst, const char* what) {
-        if (!dst.defined()) return;
-        at::Tensor src = tensor(o.file, fmt::format("{}.{}", what, o.piece), saved)
-                             .narrow(0, o.src_offset, o.length);
-        dst.narrow(0, o.dst_offset, o.length).copy_(src);
-      };
-      copy(p.value, "value");
-      copy(p.exp_avg, "exp_avg");
-      copy(p.exp_avg_sq, "exp_avg_sq");
-    }
-  }
-  if (!m.rng_file.empty()) {
-    size_t f = 0;
-    while (f < m.files.size() && m.files[f].name != m.rng_file) ++f;
-    if (f == m.files.size()) {
-      throw UserError(where, fmt::format("rng.file '{}' is not one of its files", m.rng_file), "");
-    }
-    const auto& st = file(f);
-    auto it = st.tensors().find(m.rng_tensor);
-    if (it == st.tensors().end()) {
-      throw UserError(st.path().string(), fmt::format("missing tensor '{}'", m.rng_tensor),
-                      "the checkpoint is damaged; use another one");
-    }
-    at::Generator gen = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(view_of(it->second, st.path().string()).clone());
-  }
 }
 
 GptConfig read_hf_config(const fs::path& path) {

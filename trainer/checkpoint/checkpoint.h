@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,8 @@ std::vector<ParamShape> param_layout(GptImpl& model);
 struct SavedCheckpoint {
   std::filesystem::path dir;
   uint64_t bytes = 0;
+  // This rank's seconds in SHA-256 (on a second thread, beside the writes) and waiting for it.
+  double hash_seconds = 0, hash_wait_seconds = 0;
 };
 SavedCheckpoint save_checkpoint(const std::filesystem::path& dir, Manifest info,
                                 const std::vector<dist::StatePiece>& pieces,
@@ -58,19 +61,26 @@ Manifest read_manifest(const std::filesystem::path& checkpoint_dir);
 struct Checkpoint {
   std::filesystem::path dir;
   Manifest manifest;
+  // This rank's seconds reading the files, in SHA-256 (on a second thread, beside the reads)
+  // and waiting for it.
+  double read_seconds = 0, hash_seconds = 0, hash_wait_seconds = 0;
 };
 
-// Collective over `group`: the first of `candidates` (newest first) whose manifest reads and whose
-// files are all present and whole (size and SHA-256; the files are shared out over the ranks, each
-// checked by one), every rank agreeing on the choice. For each one skipped, one warning line on
-// stderr names the bad file and what is wrong with it. Nothing when none is usable.
-std::optional<Checkpoint> select_checkpoint(const std::vector<std::filesystem::path>& candidates,
-                                            dist::ProcessGroup& group);
+// What a rank fills from a checkpoint, decided once its manifest is read: the strategy's
+// pieces_to_load(), or whole parameters without moments (export). It may throw UserError to
+// refuse the checkpoint (another model, another batch shape): the same on every rank.
+using PiecesFor = std::function<std::vector<dist::StatePiece>(const Checkpoint&)>;
 
-// Fills the pieces (their values, and their moments where they have them) from the files of the
-// checkpoint that overlap them, and restores the CPU generator's state. Throws UserError when a
-// file lacks what its manifest promises.
-void load_pieces(const Checkpoint& checkpoint, const std::vector<dist::StatePiece>& pieces);
+// Collective over `group`: loads the first of `candidates` (newest first) that is whole into the
+// pieces `pieces_for` gives, and restores the CPU generator's state. Whole: the manifest reads,
+// every file is there with its size (checked before anything is read), and every file's SHA-256,
+// computed while it is read, is the manifest's. Each file is read once per rank that needs it,
+// streamed from the disk into the pieces and hashed on the way (checkpoint/shard_reader.h); file
+// i is also read by rank i mod W, which names it when it is damaged. Every rank agrees on the
+// choice. For each checkpoint skipped, one warning line on stderr per bad file names it and what
+// is wrong with it. Nothing when none is whole.
+std::optional<Checkpoint> load_checkpoint(const std::vector<std::filesystem::path>& candidates,
+                                          const PiecesFor& pieces_for, dist::ProcessGroup& group);
 
 // Hugging Face GPT-2: `path` is a directory holding model.safetensors and config.json, or the
 // .safetensors file itself with config.json beside it.

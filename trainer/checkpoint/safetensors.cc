@@ -5,8 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <future>
+#include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -24,6 +29,58 @@ size_t dtype_size(const std::string& d) {
   if (d == "F16" || d == "BF16" || d == "I16" || d == "U16") return 2;
   if (d == "I8" || d == "U8" || d == "BOOL") return 1;
   return 0;
+}
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+uint64_t safetensors_header_length(const unsigned char* first8) {
+  uint64_t hlen = 0;
+  for (int i = 7; i >= 0; --i) hlen = hlen << 8 | first8[i];
+  return hlen;
+}
+
+std::map<std::string, TensorEntry> parse_safetensors_header(std::string_view json,
+                                                            uint64_t data_bytes,
+                                                            const std::string& where) {
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(json.begin(), json.end());
+  } catch (const std::exception& e) {
+    throw UserError(where, "header is not JSON", "not a safetensors file");
+  }
+  std::map<std::string, TensorEntry> out;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__") continue;
+    try {
+      TensorEntry t;
+      t.dtype = it.value().at("dtype").get<std::string>();
+      t.shape = it.value().at("shape").get<std::vector<int64_t>>();
+      auto off = it.value().at("data_offsets").get<std::vector<uint64_t>>();
+      if (off.size() != 2 || off[0] > off[1] || off[1] > data_bytes) {
+        throw UserError(where, fmt::format("tensor '{}' has offsets outside the file", it.key()),
+                        "");
+      }
+      int64_t numel = 1;
+      for (int64_t s : t.shape) numel *= s;
+      const size_t es = dtype_size(t.dtype);
+      if (es != 0 && size_t(numel) * es != off[1] - off[0]) {
+        throw UserError(where,
+                        fmt::format("tensor '{}' has {} bytes for shape of {} {} values", it.key(),
+                                    off[1] - off[0], numel, t.dtype),
+                        "");
+      }
+      t.begin = off[0];
+      t.end = off[1];
+      out.emplace(it.key(), std::move(t));
+    } catch (const nlohmann::json::exception&) {
+      throw UserError(where, fmt::format("tensor '{}' has a malformed header entry", it.key()), "");
+    }
+  }
+  return out;
 }
 
 SafetensorsFile SafetensorsFile::open(const fs::path& path) {
@@ -46,47 +103,17 @@ SafetensorsFile SafetensorsFile::open(const fs::path& path) {
     throw UserError(where, "cannot map the file", "");
   }
   const auto* base = static_cast<const unsigned char*>(f.map_);
-  uint64_t hlen = 0;
-  for (int i = 7; i >= 0; --i) hlen = hlen << 8 | base[i];
+  const uint64_t hlen = safetensors_header_length(base);
   if (hlen > f.map_bytes_ - 8) {
     throw UserError(where, fmt::format("header length {} exceeds the file", hlen),
                     "not a safetensors file");
   }
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(reinterpret_cast<const char*>(base + 8),
-                                   reinterpret_cast<const char*>(base + 8 + hlen));
-  } catch (const std::exception& e) {
-    throw UserError(where, "header is not JSON", "not a safetensors file");
-  }
   const unsigned char* data = base + 8 + hlen;
-  const size_t data_bytes = f.map_bytes_ - 8 - hlen;
-  for (auto it = header.begin(); it != header.end(); ++it) {
-    if (it.key() == "__metadata__") continue;
-    try {
-      TensorBytes t;
-      t.dtype = it.value().at("dtype").get<std::string>();
-      t.shape = it.value().at("shape").get<std::vector<int64_t>>();
-      auto off = it.value().at("data_offsets").get<std::vector<uint64_t>>();
-      if (off.size() != 2 || off[0] > off[1] || off[1] > data_bytes) {
-        throw UserError(where, fmt::format("tensor '{}' has offsets outside the file", it.key()),
-                        "");
-      }
-      int64_t numel = 1;
-      for (int64_t s : t.shape) numel *= s;
-      const size_t es = dtype_size(t.dtype);
-      if (es != 0 && size_t(numel) * es != off[1] - off[0]) {
-        throw UserError(where,
-                        fmt::format("tensor '{}' has {} bytes for shape of {} {} values", it.key(),
-                                    off[1] - off[0], numel, t.dtype),
-                        "");
-      }
-      t.data = data + off[0];
-      t.bytes = off[1] - off[0];
-      f.tensors_.emplace(it.key(), std::move(t));
-    } catch (const nlohmann::json::exception&) {
-      throw UserError(where, fmt::format("tensor '{}' has a malformed header entry", it.key()), "");
-    }
+  const auto entries =
+      parse_safetensors_header(std::string_view(reinterpret_cast<const char*>(base + 8), hlen),
+                               f.map_bytes_ - 8 - hlen, where);
+  for (const auto& [name, e] : entries) {
+    f.tensors_.emplace(name, TensorBytes{e.dtype, e.shape, data + e.begin, e.end - e.begin});
   }
   return f;
 }
@@ -104,7 +131,7 @@ SafetensorsFile::~SafetensorsFile() {
   if (map_) ::munmap(map_, map_bytes_);
 }
 
-std::string write_safetensors(const fs::path& path,
+WrittenFile write_safetensors(const fs::path& path,
                               const std::vector<std::pair<std::string, TensorBytes>>& tensors,
                               const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header;
@@ -117,14 +144,37 @@ std::string write_safetensors(const fs::path& path,
   }
   std::string h = header.dump();
   h.append((8 - h.size() % 8) % 8, ' ');  // data starts 8-byte aligned
-  std::string out;
-  out.reserve(8 + h.size() + offset);
+  std::string head;
   const uint64_t n = h.size();
-  for (int i = 0; i < 8; ++i) out.push_back(char((n >> (8 * i)) & 0xff));
-  out += h;
-  for (const auto& [name, t] : tensors) out.append(static_cast<const char*>(t.data), t.bytes);
-  hpc::write_file_atomically(path, out);
-  return sha256_hex(out);
+  for (int i = 0; i < 8; ++i) head.push_back(char((n >> (8 * i)) & 0xff));
+  head += h;
+
+  // SHA-256 runs on a second thread over the same bytes while this one writes them and waits for
+  // the disk (fsync): the save waits for the hash only when the hash is the slower of the two.
+  std::vector<std::string_view> parts = {head};
+  for (const auto& [name, t] : tensors) {
+    parts.emplace_back(static_cast<const char*>(t.data), t.bytes);
+  }
+  auto hashed = std::async(std::launch::async, [&parts] {
+    constexpr size_t kPiece = size_t(4) << 20;
+    const auto t0 = std::chrono::steady_clock::now();
+    Sha256 sha;
+    for (std::string_view p : parts) {
+      for (size_t at = 0; at < p.size(); at += kPiece) sha.update(p.substr(at, kPiece));
+    }
+    return std::make_pair(sha.hex_digest(), seconds_since(t0));
+  });
+  WrittenFile out;
+  hpc::AtomicFileWriter file(path);
+  for (std::string_view p : parts) {
+    file.write(p);
+    out.bytes += p.size();
+  }
+  file.commit();
+  const auto w0 = std::chrono::steady_clock::now();
+  std::tie(out.sha256, out.hash_seconds) = hashed.get();
+  out.hash_wait_seconds = seconds_since(w0);
+  return out;
 }
 
 }  // namespace hpc::train

@@ -1,4 +1,5 @@
-// The safetensors file format (Hugging Face), read by mapping and written atomically. No LibTorch:
+// The safetensors file format (Hugging Face), read by mapping (or streamed: shard_reader.h) and
+// written atomically, hashed as it is written. No LibTorch:
 // tensors are named byte ranges with a dtype and a shape; checkpoint.cc turns them into tensors.
 //
 // Layout: 8-byte little-endian header length N, N bytes of JSON
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace hpc::train {
@@ -22,6 +24,22 @@ struct TensorBytes {
   const void* data = nullptr;
   size_t bytes = 0;
 };
+
+// A tensor's entry in the header: bytes [begin, end) of the data, which starts after the header.
+struct TensorEntry {
+  std::string dtype;
+  std::vector<int64_t> shape;
+  uint64_t begin = 0, end = 0;
+};
+
+// The header's tensors (`json`: the N header bytes; `data_bytes`: the bytes after them). Throws
+// hpc::UserError naming `where` for a header that is not JSON, a malformed entry, offsets outside
+// the data, or a byte count that does not fit the shape and dtype.
+std::map<std::string, TensorEntry> parse_safetensors_header(std::string_view json,
+                                                            uint64_t data_bytes,
+                                                            const std::string& where);
+// N from the first 8 bytes (little-endian).
+uint64_t safetensors_header_length(const unsigned char* first8);
 
 class SafetensorsFile {
  public:
@@ -45,9 +63,18 @@ class SafetensorsFile {
 
 size_t dtype_size(const std::string& dtype);  // 0 for unknown
 
-// Writes the tensors (in the given order) to `path` via a temp file and rename. Returns the
-// SHA-256 (hex) of the bytes written.
-std::string write_safetensors(const std::filesystem::path& path,
+// What write_safetensors wrote: the SHA-256 (hex) of the file's bytes, its size, the seconds
+// SHA-256 took (on its own thread) and the seconds the writer waited for it after the fsync.
+struct WrittenFile {
+  std::string sha256;
+  uint64_t bytes = 0;
+  double hash_seconds = 0, hash_wait_seconds = 0;
+};
+
+// Writes the tensors (in the given order) straight from their memory to `path` via a temp file,
+// fsync and rename, and hashes the same bytes meanwhile on a second thread: no copy of the whole
+// file, no second pass over it.
+WrittenFile write_safetensors(const std::filesystem::path& path,
                               const std::vector<std::pair<std::string, TensorBytes>>& tensors,
                               const std::map<std::string, std::string>& metadata);
 
