@@ -14,6 +14,7 @@
 #include <fmt/core.h>
 
 #include "atomic_file.h"
+#include "byte_size.h"
 #include "campaigns/clusters_diff.h"
 #include "campaigns/pool.h"
 #include "cli/version.h"
@@ -300,6 +301,14 @@ void validate(const TuneConfig& c) {
                     "pass the timed all-reduces per size, e.g. 20");
   if (c.poll_interval_s <= 0)
     throw UserError("--poll", "must be positive", "pass the seconds between state checks, e.g. 1");
+  // The sizes as bench-allreduce will read them: every candidate would fail on them otherwise.
+  const int64_t min = parse_byte_size("--min", c.min_size);
+  const int64_t max = parse_byte_size("--max", c.max_size);
+  if (min > max)
+    throw UserError("--min",
+                    fmt::format("{} ({} bytes) is more than --max {} ({} bytes)", c.min_size, min,
+                                c.max_size, max),
+                    "swap them, or pass a --min no larger than --max");
 }
 
 // Slurm time limit for a bound in seconds: whole minutes, rounded up.
