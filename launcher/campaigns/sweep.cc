@@ -285,7 +285,13 @@ std::vector<Point> sweep_points(const SweepConfig& config, const Catalog& catalo
 std::map<std::string, json> read_previous_points(const fs::path& state_file) {
   std::map<std::string, json> previous;
   std::error_code ec;
-  if (!fs::exists(state_file, ec)) return previous;
+  auto type = fs::symlink_status(state_file, ec).type();
+  if (ec || type == fs::file_type::not_found) return previous;
+  // A FIFO would block the read, a link would let the sweep state live elsewhere.
+  if (type != fs::file_type::regular) {
+    throw UserError(state_file.string(), "is not a regular file",
+                    "remove it (hpclaunch sweep writes it), or choose another --out");
+  }
   json s = read_json_file(state_file);
   if (!s.is_object() || !s.contains("points") || !s["points"].is_array()) {
     throw UserError(state_file.string(), "not a sweep state file (no \"points\" list)",
