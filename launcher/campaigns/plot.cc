@@ -66,7 +66,7 @@ std::vector<CsvRecord> parse_csv(const std::string& text, const std::string& ori
   std::vector<std::string> record;
   std::string field;
   bool quoted = false, in_record = false;
-  int line = 1, record_line = 1;
+  int line = 1, record_line = 1, quote_line = 1;
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (quoted) {
@@ -85,9 +85,10 @@ std::vector<CsvRecord> parse_csv(const std::string& text, const std::string& ori
     if (c == '"') {
       if (!field.empty()) {
         throw UserError(origin + ":" + std::to_string(line), "a quote inside an unquoted field",
-                        "quote the whole field and double the quote (\"\")");
+                        "put quotes around the whole field and double each quote in it (\"\")");
       }
       quoted = in_record = true;
+      quote_line = line;
     } else if (c == ',') {
       record.push_back(field);
       field.clear();
@@ -109,7 +110,7 @@ std::vector<CsvRecord> parse_csv(const std::string& text, const std::string& ori
     }
   }
   if (quoted)
-    throw UserError(origin + ":" + std::to_string(line), "a quoted field is not closed",
+    throw UserError(origin + ":" + std::to_string(quote_line), "a quoted field is not closed",
                     "add the closing quote");
   if (in_record || !field.empty()) {
     record.push_back(field);
@@ -399,7 +400,7 @@ std::vector<ResultRow> parse_results_csv(const std::string& text, const std::str
   for (const char* needed : {"preset", "strategy", "gpus", "state", "tokens_per_s_mean"}) {
     if (!col.count(needed)) {
       throw UserError(origin + ":1", std::string("no column \"") + needed + "\" in the header",
-                      "the header of a results.csv that hpclaunch sweep wrote names every column");
+                      "use the header hpclaunch sweep writes (it names every column)");
     }
   }
   std::vector<ResultRow> rows;

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <optional>
 #include <regex>
+#include <vector>
 
 #include "atomic_file.h"
 #include "cli/flags.h"
@@ -108,10 +109,7 @@ struct RenderFlags {
 int run_render(const RenderFlags& f, const Invocation& in) {
   Rendered r = render_selection(f.selection, in.trainer_args, in.command);
   // Check both destinations before writing either, so a bad path leaves nothing behind.
-  if (!f.output.empty() &&
-      fs::path(f.output).lexically_normal() == fs::path(f.spec_out).lexically_normal())
-    throw UserError("--spec-out", "names the same file as -o (" + f.output + ")",
-                    "give the spec its own path");
+  std::vector<OutputKind> kinds;
   for (const auto& path : {f.output, f.spec_out}) {
     if (path.empty()) continue;
     fs::path parent = fs::path(path).parent_path();
@@ -124,7 +122,13 @@ int run_render(const RenderFlags& f, const Invocation& in) {
       throw UserError(path, "cannot write output: directory " + parent.string() + " does not exist",
                       "create it first");
     }
-    output_kind(path);  // a directory, FIFO, socket, block device or link: refused
+    kinds.push_back(output_kind(path));  // a directory, FIFO, socket, block device or link: refused
+  }
+  // One file for both would keep only the second (a device such as /dev/null may take both).
+  if (kinds.size() == 2 && (kinds[0] == OutputKind::kNew || kinds[0] == OutputKind::kRegular) &&
+      fs::path(f.output).lexically_normal() == fs::path(f.spec_out).lexically_normal()) {
+    throw UserError("--spec-out", "names the same file as -o (" + f.output + ")",
+                    "give the spec its own path");
   }
   // Both staged (temp files written) before either is committed: both or neither.
   std::optional<StagedOutput> script_file, spec_file;
