@@ -320,7 +320,8 @@ std::string slurm_minutes(long seconds) {
 std::string set_json(const std::string& key, const json& value) { return key + "=" + value.dump(); }
 
 // The file `hpclaunch tune` writes: a user cluster profile named `name`. Throws UserError for a
-// name that would replace the profile it extends, or an existing file without --force.
+// name that would replace the profile it extends, an existing file without --force, or
+// something there that is not a regular file (atomic_file.h).
 fs::path tuned_profile_target(const TuneConfig& config, const std::string& cluster,
                               const std::string& name) {
   check_preset_name(PresetKind::Cluster, name, config.name.empty() ? "--cluster" : "--name");
@@ -336,6 +337,7 @@ fs::path tuned_profile_target(const TuneConfig& config, const std::string& clust
                     "pass --force to replace it, or --name OTHER to keep both (hpclaunch "
                     "clusters diff shows it)");
   }
+  output_kind(target);  // a link, FIFO or folder there: refused now, not after every candidate ran
   return target;
 }
 

@@ -294,7 +294,7 @@ TEST_CASE("hostile flags: values that would silently change what runs are refuse
   });
 }
 
-TEST_CASE("hostile outputs: report and sweep write only into what they may replace",
+TEST_CASE("hostile outputs: report, sweep and tune write only into what they may replace",
           "[hostile][outputs][report]") {
   const std::string kLink = "neither replaces a link nor writes through it";
   // `hpclaunch report sw` over a good results.csv, with `more` files and `prepare` first.
@@ -333,6 +333,11 @@ TEST_CASE("hostile outputs: report and sweep write only into what they may repla
         {},
         {"sw/sweep.json", "is not a regular file", "remove it"}},
        fifo_at("work/sw/sweep.json")},
+      {{"tune's profile target is a dangling link (was: refused after every candidate ran)",
+        {"tune", "--preset", "1n2g", "--local"},
+        {},
+        {"clusters/generic-tuned.json", kLink}},
+       link_to("xdg/hpclaunch/clusters/generic-tuned.json", "nowhere")},
       {{"sweep.json is a link",
         sweep,
         {{"home/state.json", "{\"points\": []}"}},
