@@ -1,19 +1,26 @@
 #include "atomic_file.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <iostream>
+#include <optional>
 #include <string>
 
 #include "error.h"
+#include "posix_io.h"
+#include "text.h"
+
+namespace fs = std::filesystem;
 
 namespace hpc {
 namespace {
 
-[[noreturn]] void fail(const std::filesystem::path& path, const std::string& step, int err) {
+[[noreturn]] void fail(const fs::path& path, const std::string& step, int err) {
   std::string fix = err == ENOENT   ? "create the directory first"
                     : err == EACCES ? "choose a directory you can write to"
                                     : "check the path";
@@ -21,16 +28,154 @@ namespace {
                   fix);
 }
 
+// The descriptor a standard-stream path names: /dev/stdout -> 1, /dev/fd/7 -> 7.
+std::optional<int> stream_fd(const fs::path& path) {
+  const std::string p = path.lexically_normal().string();
+  if (p == "/dev/stdout") return 1;
+  if (p == "/dev/stderr") return 2;
+  for (const char* dir : {"/dev/fd/", "/proc/self/fd/"}) {
+    std::string_view rest(p);
+    if (!starts_with(rest, dir)) continue;
+    rest.remove_prefix(std::strlen(dir));
+    if (all_digits(rest) && rest.size() <= 4) return std::stoi(std::string(rest));
+  }
+  return std::nullopt;
+}
+
+[[noreturn]] void refuse(const fs::path& path, const std::string& what) {
+  throw UserError(path.string(), what,
+                  "write to a regular file or a new path (character devices such as /dev/null "
+                  "and /dev/stdout are written through)");
+}
+
+void write_through(int fd, const fs::path& path, std::string_view content) {
+  if (!write_all(fd, content)) {
+    int err = errno;
+    throw OutputError(path.string() + ": cannot write (" + std::strerror(err) +
+                      "); what was written may be incomplete");
+  }
+}
+
+// Opens a character device for writing, never creating anything and never following a link;
+// the descriptor must still be a character device (not swapped since output_kind looked).
+int open_device(const fs::path& path) {
+  int fd = open(path.c_str(), O_WRONLY | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) fail(path, "open", errno);
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode)) {
+    close(fd);
+    refuse(path, "is no longer a character device");
+  }
+  return fd;
+}
+
 }  // namespace
 
-AtomicFileWriter::AtomicFileWriter(const std::filesystem::path& path, mode_t mode)
-    : path_(path), mode_(mode) {
-  std::filesystem::path dir = path.parent_path();
-  if (dir.empty()) dir = ".";
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
+OutputKind output_kind(const fs::path& path) {
+  if (stream_fd(path)) return OutputKind::kStream;
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return OutputKind::kNew;  // the write names the reason
+  if (S_ISREG(st.st_mode)) return OutputKind::kRegular;
+  if (S_ISCHR(st.st_mode)) return OutputKind::kCharDevice;
+  if (S_ISDIR(st.st_mode))
     throw UserError(path.string(), "is a directory", "give a file name for the output");
+  if (S_ISLNK(st.st_mode)) {
+    std::error_code ec;
+    fs::path target = fs::read_symlink(path, ec);
+    throw UserError(path.string(),
+                    "is a symbolic link" + (ec ? "" : " (to " + target.string() + ")") +
+                        "; hpclaunch neither replaces a link nor writes through it",
+                    "give the path of its target, or remove the link");
   }
+  if (S_ISFIFO(st.st_mode)) refuse(path, "is a named pipe (FIFO)");
+  if (S_ISSOCK(st.st_mode)) refuse(path, "is a socket");
+  if (S_ISBLK(st.st_mode)) refuse(path, "is a block device");
+  refuse(path, "is not a regular file");
+}
+
+StagedOutput::StagedOutput(fs::path path, std::string_view content, mode_t mode)
+    : path_(std::move(path)), kind_(output_kind(path_)) {
+  if (kind_ == OutputKind::kCharDevice || kind_ == OutputKind::kStream) {
+    content_ = std::string(content);
+    return;
+  }
+  fs::path dir = path_.parent_path();
+  if (dir.empty()) dir = ".";
+  std::string tmpl = (dir / ("." + path_.filename().string() + ".tmp-XXXXXX")).string();
+  int fd = mkstemp(tmpl.data());
+  if (fd < 0) fail(path_, "create temp file", errno);
+  auto abandon = [&](const std::string& step) {
+    int err = errno;
+    close(fd);
+    unlink(tmpl.c_str());
+    fail(path_, step, err);
+  };
+  if (!write_all(fd, content)) abandon("write");
+  if (fchmod(fd, mode) != 0) abandon("chmod");
+  if (fsync(fd) != 0) abandon("fsync");
+  if (close(fd) != 0) {
+    int err = errno;
+    unlink(tmpl.c_str());
+    fail(path_, "close", err);
+  }
+  temp_ = tmpl;
+}
+
+StagedOutput::~StagedOutput() {
+  if (!temp_.empty() && !committed_) unlink(temp_.c_str());
+}
+
+void StagedOutput::commit() {
+  if (committed_) return;
+  committed_ = true;
+  if (kind_ == OutputKind::kStream) {
+    const int fd = *stream_fd(path_);
+    if (fd == 1) std::cout.flush();  // what the command printed before comes first
+    if (fd == 2) std::cerr.flush();
+    write_through(fd, path_, content_);
+    return;
+  }
+  if (kind_ == OutputKind::kCharDevice) {
+    int fd = open_device(path_);
+    try {
+      write_through(fd, path_, content_);
+    } catch (...) {
+      close(fd);
+      throw;
+    }
+    close(fd);
+    return;
+  }
+  // Onto a new path only if it is still new (something may have appeared since); onto a
+  // regular file by plain rename. A file system without RENAME_NOREPLACE gets the plain rename.
+  int rc = kind_ == OutputKind::kNew
+               ? renameat2(AT_FDCWD, temp_.c_str(), AT_FDCWD, path_.c_str(), RENAME_NOREPLACE)
+               : -1;
+  if (kind_ == OutputKind::kNew && rc != 0 && errno == EEXIST) {
+    try {
+      if (output_kind(path_) != OutputKind::kRegular) refuse(path_, "is not a regular file");
+    } catch (...) {
+      unlink(temp_.c_str());
+      throw;
+    }
+  }
+  if (rc != 0 && rename(temp_.c_str(), path_.c_str()) != 0) {
+    int err = errno;
+    unlink(temp_.c_str());
+    fail(path_, "rename", err);
+  }
+}
+
+void write_file_atomically(const fs::path& path, std::string_view content, mode_t mode) {
+  StagedOutput(path, content, mode).commit();
+}
+
+AtomicFileWriter::AtomicFileWriter(const fs::path& path, mode_t mode) : path_(path), mode_(mode) {
+  OutputKind kind = output_kind(path);
+  if (kind != OutputKind::kNew && kind != OutputKind::kRegular)
+    refuse(path, "is a device or a stream, not a file");
+  fs::path dir = path.parent_path();
+  if (dir.empty()) dir = ".";
   tmp_ = (dir / ("." + path.filename().string() + ".tmp-XXXXXX")).string();
   fd_ = mkstemp(tmp_.data());
   if (fd_ < 0) fail(path, "create temp file", errno);
@@ -52,15 +197,7 @@ void AtomicFileWriter::abandon(const std::string& step) {
 }
 
 void AtomicFileWriter::write(std::string_view bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      abandon("write");
-    }
-    done += static_cast<size_t>(n);
-  }
+  if (!write_all(fd_, bytes)) abandon("write");
 }
 
 void AtomicFileWriter::commit() {
@@ -78,13 +215,6 @@ void AtomicFileWriter::commit() {
     unlink(tmp_.c_str());
     fail(path_, "rename", err);
   }
-}
-
-void write_file_atomically(const std::filesystem::path& path, std::string_view content,
-                           mode_t mode) {
-  AtomicFileWriter out(path, mode);
-  out.write(content);
-  out.commit();
 }
 
 }  // namespace hpc

@@ -1,4 +1,7 @@
-// Files are written whole or not at all: a temp file beside the target, fsync, rename.
+// Files written whole or not at all: a temp file beside the target, fsync, rename. The rename is
+// only ever done onto a regular file or a new path; a character device (/dev/null, a tty) and the
+// standard streams (/dev/stdout, /dev/stderr, /dev/fd/N) are written through; anything else is
+// refused (docs/security.md, "Outputs").
 #pragma once
 
 #include <sys/types.h>
@@ -8,10 +11,54 @@
 
 namespace hpc {
 
-// The same, for content written piece by piece (a checkpoint shard streamed from the tensors):
-// write() appends to a temp file beside `path`; commit() fsyncs, closes and renames it to `path`.
-// Destroyed without commit() (an error, an exception), it removes the temp file. Both throw
-// UserError naming `path` and the step that failed.
+// What is at an output path, and so how it is written.
+enum class OutputKind {
+  kNew,         // nothing there (or a parent that cannot be read: the write reports it)
+  kRegular,     // a regular file: replaced by rename
+  kCharDevice,  // /dev/null, a tty: opened and written through, never renamed over or chmod-ed
+  kStream,      // /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N: that descriptor
+};
+
+// The kind of `path` (lstat: a link is not followed). Throws UserError, naming the path and the
+// fix, for a directory, a FIFO, a socket, a block device or a symbolic link (other than the
+// standard streams above): hpclaunch neither replaces those nor writes through them.
+OutputKind output_kind(const std::filesystem::path& path);
+
+// One output, staged: the constructor checks the target (output_kind) and, for a regular file
+// or a new path, writes and fsyncs the content into a temp file beside it; commit() renames it
+// into place (or writes a device or stream through). Destroyed uncommitted, it leaves nothing
+// behind. Stage every output of a command before committing any, so that a bad path stops
+// the command before anything is written.
+class StagedOutput {
+ public:
+  StagedOutput(std::filesystem::path path, std::string_view content, mode_t mode = 0644);
+  ~StagedOutput();
+  StagedOutput(const StagedOutput&) = delete;
+  StagedOutput& operator=(const StagedOutput&) = delete;
+
+  // Throws UserError if the rename fails (nothing written), OutputError if a write through a
+  // device or stream fails (what was written may be partial).
+  void commit();
+
+ private:
+  std::filesystem::path path_;
+  OutputKind kind_;
+  std::string content_;  // devices and streams: written at commit
+  std::string temp_;     // regular files and new paths: the staged temp file
+  bool committed_ = false;
+};
+
+// Writes `content` to `path` with permission bits `mode` (for a new or regular file), as one
+// StagedOutput. Throws UserError naming the path and the reason (missing directory, permission
+// denied, a FIFO, ...) having written nothing; OutputError as commit() does.
+void write_file_atomically(const std::filesystem::path& path, std::string_view content,
+                           mode_t mode = 0644);
+
+// The same for content written piece by piece (a checkpoint shard streamed from the tensors):
+// write() appends to a temp file beside `path`; commit() fsyncs, closes and renames it to
+// `path`. Only a regular file or a new path is a target (output_kind; a device or stream is
+// refused too: a shard is a file). Destroyed without commit() (an error, an exception), it
+// removes the temp file. Both throw UserError naming `path` and the step that failed.
 class AtomicFileWriter {
  public:
   explicit AtomicFileWriter(const std::filesystem::path& path, mode_t mode = 0644);
@@ -29,10 +76,5 @@ class AtomicFileWriter {
   mode_t mode_;
   int fd_ = -1;
 };
-
-// Writes `content` to `path` atomically with permission bits `mode`. Throws UserError naming
-// the path and the reason (missing directory, permission denied, ...); leaves no temp file.
-void write_file_atomically(const std::filesystem::path& path, std::string_view content,
-                           mode_t mode = 0644);
 
 }  // namespace hpc

@@ -26,4 +26,14 @@ class UserError : public std::runtime_error {
 
 inline constexpr int kExitUsage = 2;  // bad input: nothing written, nothing submitted
 
+// An output that failed after writing had begun: standard output closed or full, a device
+// refusing a write. What was written may be partial. main() prints it on one line and exits
+// with kExitOutput.
+class OutputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+inline constexpr int kExitOutput = 74;  // sysexits' EX_IOERR: an output could not be written
+
 }  // namespace hpc

@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -112,5 +113,20 @@ class BackendError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// The cluster could not be reached after bounded retries: slurmctld does not answer, the login
+// node refuses or drops the connection. main() exits with kExitUnreachable; nothing was submitted
+// or cancelled.
+class BackendUnreachable : public BackendError {
+ public:
+  using BackendError::BackendError;
+};
+
+inline constexpr int kExitUnreachable = 69;  // sysexits' EX_UNAVAILABLE
+
+// A Slurm job id as hpclaunch passes it to scontrol and scancel: a number from 1 up without
+// leading zeros, at most 10 digits, optionally an array task (_N) or a het job component (+N).
+// Job id 0 (scontrol shows every job for it), "01", "-1", "--me" and the like are not.
+bool is_job_id(std::string_view id);
 
 }  // namespace hpc

@@ -53,6 +53,26 @@ bool is_terminal_state(const std::string& state) {
   return false;
 }
 
+bool is_job_id(std::string_view id) {
+  auto number = [](std::string_view n) {
+    return !n.empty() && n.size() <= 10 && all_digits(n) && (n[0] != '0' || n == "0");
+  };
+  size_t sep = id.find_first_of("_+");
+  std::string_view job = id.substr(0, sep);
+  return number(job) && job != "0" && (sep == std::string_view::npos || number(id.substr(sep + 1)));
+}
+
+namespace {
+
+// An id from a hand-edited run.json or sweep.json never reaches scontrol or scancel as an
+// option ("--me": all my jobs) or as 0 (scontrol shows every job for it).
+void check_job_id(const std::string& job_id) {
+  if (!is_job_id(job_id))
+    throw BackendError("\"" + one_line(job_id) + "\" is not a Slurm job id (a number from 1 up)");
+}
+
+}  // namespace
+
 bool is_controller_unreachable(const std::string& text) {
   static const char* const kSigns[] = {"Unable to contact slurm controller",
                                        "Socket timed out",
@@ -180,10 +200,12 @@ SubmitResult SlurmBackend::submit(const SubmitRequest& request) {
         throw BackendError("cannot run sbatch on " + host_->name() + ": " + r.spawn_error +
                            "; is Slurm installed there? (use --local to run without Slurm)");
       }
-      throw BackendError("sbatch on " + host_->name() + " failed" +
+      std::string what = "sbatch on " + host_->name() + " failed" +
                          (retryable ? " after " + std::to_string(attempt) + " attempts" : "") +
-                         ": " + (why.empty() ? r.summary("sbatch") : why) +
-                         (retryable ? "; check that slurmctld is up (scontrol ping)" : ""));
+                         ": " + (why.empty() ? r.summary("sbatch") : why);
+      if (retryable)
+        throw BackendUnreachable(what + "; check that slurmctld is up (scontrol ping)");
+      throw BackendError(what);
     }
     std::this_thread::sleep_for(delay);
     delay *= 2;
@@ -225,11 +247,17 @@ SubmitResult SlurmBackend::submit(const SubmitRequest& request) {
       std::this_thread::sleep_for(release_delay);
       release_delay *= 2;
     }
-    if (!released.ok())
-      throw BackendError("scontrol release " + job_id + ": " + one_line(released.err));
+    if (!released.ok()) {
+      std::string what = "scontrol release " + job_id + ": " + one_line(released.err);
+      if (released.timed_out || is_controller_unreachable(released.err))
+        throw BackendUnreachable(what);
+      throw BackendError(what);
+    }
   } catch (const BackendError& e) {
     host_->run({"scancel", job_id}, CommandOptions{});
-    throw BackendError(std::string(e.what()) + " (job " + job_id + " was cancelled)");
+    std::string what = std::string(e.what()) + " (job " + job_id + " was cancelled)";
+    if (dynamic_cast<const BackendUnreachable*>(&e)) throw BackendUnreachable(what);
+    throw BackendError(what);
   }
   return result;
 }
@@ -277,6 +305,7 @@ std::optional<JobStatus> SlurmBackend::status_from_sacct(const std::string& job_
 }
 
 JobStatus SlurmBackend::status(const std::string& job_id) {
+  check_job_id(job_id);
   CommandOptions o;
   o.timeout = options_.command_timeout;
   auto r = host_->run({"scontrol", "show", "job", "--oneliner", job_id}, o);
@@ -299,8 +328,9 @@ JobStatus SlurmBackend::status(const std::string& job_id) {
   if (!r.spawn_error.empty())
     throw BackendError("cannot run scontrol on " + host_->name() + ": " + r.spawn_error);
   if (r.timed_out || is_controller_unreachable(why))
-    throw BackendError("cannot reach slurmctld from " + host_->name() + ": " +
-                       (why.empty() ? "scontrol timed out" : why));
+    throw BackendUnreachable("cannot reach slurmctld from " + host_->name() + ": " +
+                             (why.empty() ? "scontrol timed out" : why) +
+                             "; check that slurmctld is up (scontrol ping)");
   if (why.find("Invalid job id") == std::string::npos) {
     throw BackendError("scontrol show job " + job_id + " on " + host_->name() +
                        " failed: " + (why.empty() ? r.summary("scontrol") : why));
@@ -319,11 +349,14 @@ LogChunk SlurmBackend::read_log(const std::string& path, uint64_t offset, size_t
 }
 
 void SlurmBackend::cancel(const std::string& job_id) {
+  check_job_id(job_id);
   CommandOptions o;
   o.timeout = options_.command_timeout;
   auto r = host_->run({"scancel", job_id}, o);
-  if (!r.ok())
-    throw BackendError("scancel " + job_id + " on " + host_->name() + ": " + r.summary("scancel"));
+  if (r.ok()) return;
+  std::string what = "scancel " + job_id + " on " + host_->name() + ": " + r.summary("scancel");
+  if (r.timed_out || is_controller_unreachable(r.err)) throw BackendUnreachable(what);
+  throw BackendError(what);
 }
 
 }  // namespace hpc

@@ -321,10 +321,20 @@ TEST_CASE("status: an unreachable controller or a missing scontrol is a BackendE
                                    "(connect failure)\n"));
   CHECK(message_of([&] { f.backend->status("42"); }) ==
         "cannot reach slurmctld from fakehost: slurm_load_jobs error: Unable to contact slurm "
-        "controller (connect failure)");
+        "controller (connect failure); check that slurmctld is up (scontrol ping)");
+  f.host->reply("scontrol", failed("slurm_load_jobs error: Unable to contact slurm controller\n"));
+  CHECK_THROWS_AS(f.backend->status("42"), hpc::BackendUnreachable);
   f.host->reply("scontrol", hpc::test::timed_out());
   CHECK(message_of([&] { f.backend->status("42"); }) ==
-        "cannot reach slurmctld from fakehost: scontrol timed out");
+        "cannot reach slurmctld from fakehost: scontrol timed out; check that slurmctld is up "
+        "(scontrol ping)");
+  f.host->reply("scontrol", failed("scontrol: error: Access/permission denied\n"));
+  try {
+    f.backend->status("42");
+    FAIL("no error");
+  } catch (const hpc::BackendUnreachable&) {
+    FAIL("a refusal is not an unreachable controller");
+  } catch (const hpc::BackendError&) {}
   f.host->reply("scontrol", failed("scontrol: error: Access/permission denied\n"));
   CHECK(message_of([&] { f.backend->status("42"); }) ==
         "scontrol show job 42 on fakehost failed: scontrol: error: Access/permission denied");
@@ -332,6 +342,22 @@ TEST_CASE("status: an unreachable controller or a missing scontrol is a BackendE
   Fixture none;
   CHECK(message_of([&] { none.backend->status("42"); }) ==
         "cannot run scontrol on fakehost: scontrol: not found");
+}
+
+TEST_CASE("job ids that are not Slurm's never reach scontrol or scancel", "[slurm_backend]") {
+  for (const char* id : {"0", "00", "01", "-1", "--me", "-u", "1 2", "", "1_", "_1", "1+", "abc",
+                         "12345678901", "1\n2"}) {
+    INFO("'" << id << "'");
+    CHECK_FALSE(hpc::is_job_id(id));
+    Fixture f;
+    CHECK_THROWS_AS(f.backend->status(id), hpc::BackendError);
+    CHECK_THROWS_AS(f.backend->cancel(id), hpc::BackendError);
+    CHECK(f.host->programs_run().empty());
+  }
+  for (const char* id : {"1", "42", "4294967294", "7_0", "7_12", "7+1"}) {
+    INFO("'" << id << "'");
+    CHECK(hpc::is_job_id(id));
+  }
 }
 
 TEST_CASE("cancel runs scancel with the id, and read_log reads the host's file",

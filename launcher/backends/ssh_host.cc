@@ -164,9 +164,10 @@ void SshHost::connect() {
   try {
     open_session();
   } catch (const NetworkError& e) {
-    throw BackendError("cannot connect to " + description_ + ": " + e.what() +
-                       "; check the host name and port (--host, ~/.ssh/config) and that its sshd "
-                       "is reachable from here");
+    throw BackendUnreachable(
+        "cannot connect to " + description_ + ": " + e.what() +
+        "; check the host name and port (--host, ~/.ssh/config) and that its sshd "
+        "is reachable from here");
   }
 }
 
@@ -187,10 +188,10 @@ void SshHost::reconnect(const std::string& why) {
       last = e.what();
     }
   }
-  throw BackendError("lost the connection to " + description_ + " (" + why + ") and " +
-                     std::to_string(options_.reconnect_attempts) +
-                     " attempts to reconnect failed: " + last +
-                     "; check that the login node is reachable, then try again");
+  throw BackendUnreachable("lost the connection to " + description_ + " (" + why + ") and " +
+                           std::to_string(options_.reconnect_attempts) +
+                           " attempts to reconnect failed: " + last +
+                           "; check that the login node is reachable, then try again");
 }
 
 void SshHost::open_session() {

@@ -213,10 +213,10 @@ auto SshHost::with_connection(Op&& op) -> decltype(op()) {
     return op();
   } catch (const ssh_detail::ConnectionLost& e) {
     disconnect();
-    throw BackendError("lost the connection to " + description_ +
-                       " again right after "
-                       "reconnecting: " +
-                       e.what());
+    throw BackendUnreachable("lost the connection to " + description_ +
+                             " again right after "
+                             "reconnecting: " +
+                             e.what());
   }
 }
 

@@ -1,6 +1,8 @@
 #include "campaigns/plot.h"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <iostream>
 #include <map>
@@ -52,14 +54,19 @@ std::string number(const std::optional<double>& v, int decimals) {
   return v ? fmt::format("{:.{}f}", *v, decimals) : "";
 }
 
+// One CSV record and the line it starts on.
+struct CsvRecord {
+  int line = 0;
+  std::vector<std::string> fields;
+};
+
 // RFC 4180 records; quoted fields may hold commas, quotes ("") and newlines.
-std::vector<std::vector<std::string>> parse_csv(const std::string& text,
-                                                const std::string& origin) {
-  std::vector<std::vector<std::string>> records;
+std::vector<CsvRecord> parse_csv(const std::string& text, const std::string& origin) {
+  std::vector<CsvRecord> records;
   std::vector<std::string> record;
   std::string field;
   bool quoted = false, in_record = false;
-  int line = 1;
+  int line = 1, record_line = 1, quote_line = 1;
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (quoted) {
@@ -74,12 +81,14 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text,
       }
       continue;
     }
+    if (!in_record && field.empty()) record_line = line;
     if (c == '"') {
       if (!field.empty()) {
         throw UserError(origin + ":" + std::to_string(line), "a quote inside an unquoted field",
-                        "quote the whole field and double the quote (\"\")");
+                        "put quotes around the whole field and double each quote in it (\"\")");
       }
       quoted = in_record = true;
+      quote_line = line;
     } else if (c == ',') {
       record.push_back(field);
       field.clear();
@@ -89,7 +98,7 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text,
     } else if (c == '\n') {
       if (in_record || !field.empty()) {
         record.push_back(field);
-        records.push_back(record);
+        records.push_back({record_line, record});
       }
       record.clear();
       field.clear();
@@ -101,24 +110,39 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text,
     }
   }
   if (quoted)
-    throw UserError(origin + ":" + std::to_string(line), "a quoted field is not closed",
+    throw UserError(origin + ":" + std::to_string(quote_line), "a quoted field is not closed",
                     "add the closing quote");
   if (in_record || !field.empty()) {
     record.push_back(field);
-    records.push_back(record);
+    records.push_back({record_line, record});
   }
   return records;
 }
 
+// A decimal number as results_csv writes it: no blanks, no sign but '-', finite.
 std::optional<double> parse_number(const std::string& s, const std::string& where) {
   if (s.empty()) return std::nullopt;
-  try {
-    size_t used = 0;
-    double v = std::stod(s, &used);
-    if (used == s.size()) return v;
-  } catch (const std::exception&) {}
+  double v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec == std::errc() && end == s.data() + s.size() && std::isfinite(v)) return v;
   throw UserError(where, "\"" + comment_text(s) + "\" is not a number", "fix or empty the field");
 }
+
+// A preset or strategy name: it names a file (plots/scaling-STRATEGY.dat) and is a word in
+// the data files, the gnuplot scripts and summary.md, so it keeps to the characters of a preset
+// file name (catalog.h) and nothing there can run, move or break anything.
+void check_name(const std::string& name, const std::string& where) {
+  bool ok = !name.empty() && name.size() <= 128 && name[0] != '.';
+  for (unsigned char c : name)
+    ok = ok && (std::isalnum(c) || c == '.' || c == '_' || c == '+' || c == '-');
+  if (!ok)
+    throw UserError(where, "\"" + comment_text(name) + "\" is not a valid name",
+                    "use letters, digits, '.', '_', '+' and '-', as in a preset's file name "
+                    "(it names files in plots/)");
+}
+
+// plots/scaling-STRATEGY.dat, for a name check_name accepted.
+std::string data_file_name(const std::string& strategy) { return "scaling-" + strategy + ".dat"; }
 
 // The distinct strategies of the rows, in first-seen order.
 std::vector<std::string> strategies_of(const std::vector<ResultRow>& rows) {
@@ -128,13 +152,16 @@ std::vector<std::string> strategies_of(const std::vector<ResultRow>& rows) {
   return out;
 }
 
+// A gnuplot string constant that is only text: single-quoted, where gnuplot expands no
+// backquoted command, no @macro and no backslash escape (a double-quoted one runs `...`); a
+// quote is doubled. Control characters (a newline would end the command) are dropped.
 std::string gnuplot_string(const std::string& s) {
-  std::string out = "\"";
+  std::string out = "'";
   for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) out += c;
+    if (c == '\'') out += '\'';
+    if (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f) out += c;
   }
-  return out + "\"";
+  return out + "'";
 }
 
 // A gnuplot script that plots `column` of each strategy's data file against GPUs, to NAME.png
@@ -161,17 +188,105 @@ std::string plot_script(const std::string& name, const std::string& ylabel, int 
   std::string plot = "plot ";
   if (!ideal.empty())
     plot += ideal + " with lines dashtype 2 linecolor rgb \"gray40\" title " +
-            gnuplot_string(ideal_title);
+            gnuplot_string(ideal_title) + " noenhanced";
   for (const auto& st : strategies) {
     if (plot != "plot ") plot += ", \\\n     ";
-    plot += fmt::format("{} using 1:{} with linespoints pointtype 7 linewidth 2 title {}",
-                        gnuplot_string("scaling-" + st + ".dat"), column, gnuplot_string(st));
+    plot +=
+        fmt::format("{} using 1:{} with linespoints pointtype 7 linewidth 2 title {} noenhanced",
+                    gnuplot_string(data_file_name(st)), column, gnuplot_string(st));
   }
   s += "set terminal pngcairo size 800,560 enhanced font \"sans,11\"\n";
   s += "set output " + gnuplot_string(name + ".png") + "\n" + plot + "\n";
   s += "set terminal svg size 800,560 dynamic enhanced font \"sans,11\"\n";
   s += "set output " + gnuplot_string(name + ".svg") + "\nreplot\nunset output\n";
   return s;
+}
+
+// Text for summary.md: shown as written, never read as Markdown or HTML. Control characters
+// are shown escaped (\n), and every character that could start markup inside a line (a code
+// span, emphasis, a link or image, an HTML tag or entity, a cell border, strikethrough, math)
+// is backslash-escaped (CommonMark: any ASCII punctuation may be).
+std::string markdown_text(const std::string& s) {
+  std::string out;
+  for (char c : comment_text(s)) {
+    if (std::string_view("\\`*_[]<>|~&$").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string summary_markdown(const std::vector<ResultRow>& rows, const std::string& title,
+                             bool with_plots) {
+  std::string md = "# " + markdown_text(title) + "\n\n";
+  md +=
+      "Steady-state training throughput per point (warm-up steps excluded; mean ± sample\n"
+      "standard deviation over the remaining steps). Speedup is against the measured point with\n"
+      "the fewest GPUs of the same strategy; efficiency = speedup / (GPUs / its GPUs).\n\n";
+  md +=
+      "| preset | strategy | nodes | GPUs | state | tokens/s | ± std | tokens/s per GPU | speedup "
+      "| efficiency | job |\n";
+  md += "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---|\n";
+  auto cell = [](const std::optional<double>& v, int d) {
+    return v ? fmt::format("{:.{}f}", *v, d) : std::string("–");
+  };
+  for (const auto& r : rows) {
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                      markdown_text(r.preset), markdown_text(r.strategy), r.nodes, r.gpus,
+                      markdown_text(r.state), cell(r.tokens_per_s, 1), cell(r.tokens_per_s_std, 1),
+                      cell(r.tokens_per_s_per_gpu(), 1),
+                      r.speedup ? fmt::format("{:.2f}x", *r.speedup) : "–",
+                      r.efficiency ? fmt::format("{:.0f}%", *r.efficiency * 100) : "–",
+                      r.job_id.empty() ? "–" : markdown_text(r.job_id));
+  }
+  std::string problems;
+  for (const auto& r : rows) {
+    if (r.tokens_per_s) continue;
+    problems += "- " + markdown_text(r.preset) + " / " + markdown_text(r.strategy) + ": " +
+                markdown_text(r.state);
+    if (!r.message.empty()) problems += " — " + markdown_text(r.message);
+    if (!r.log.empty()) problems += " (log: " + markdown_text(r.log) + ")";
+    problems += "\n";
+  }
+  if (!problems.empty()) md += "\n## Points without a measurement\n\n" + problems;
+  if (with_plots) {
+    md +=
+        "\n## Plots\n\n![speedup vs GPUs](plots/speedup.png)\n\n![efficiency vs "
+        "GPUs](plots/efficiency.png)\n\n"
+        "SVG versions, the gnuplot scripts (`*.gp`) and their data (`scaling-*.dat`) are in "
+        "`plots/`.\n";
+  }
+  return md;
+}
+
+// The rows that get a point in the plots.
+std::vector<ResultRow> measured_rows(const std::vector<ResultRow>& rows) {
+  std::vector<ResultRow> out;
+  for (const auto& r : rows)
+    if (r.tokens_per_s && r.speedup) out.push_back(r);
+  return out;
+}
+
+// Every file a report writes into `dir` checked before the first is written (output_kind): a
+// FIFO, link or folder in the way (a shared sweep folder) stops it with nothing written. That
+// covers the PNG and SVG files gnuplot writes, which it would write through a link or block on
+// as a FIFO. plots/ itself must be a directory of the sweep's own, or not there yet: a link
+// would carry every plot file somewhere else.
+void check_report_outputs(const fs::path& dir, const std::vector<ResultRow>& rows) {
+  output_kind(dir / "summary.md");
+  const std::vector<ResultRow> measured = measured_rows(rows);
+  if (measured.empty()) return;
+  const fs::path plots = dir / "plots";
+  std::error_code ec;
+  auto type = fs::symlink_status(plots, ec).type();
+  if (!ec && type != fs::file_type::not_found && type != fs::file_type::directory) {
+    throw UserError(plots.string(),
+                    type == fs::file_type::symlink ? "is a symbolic link, not a directory"
+                                                   : "is not a directory",
+                    "remove it; hpclaunch report makes the plots directory itself");
+  }
+  for (const auto& st : strategies_of(measured)) output_kind(plots / data_file_name(st));
+  for (const char* name : {"speedup", "efficiency"})
+    for (const char* ext : {".gp", ".png", ".svg"}) output_kind(plots / (name + std::string(ext)));
 }
 
 }  // namespace
@@ -281,44 +396,48 @@ std::vector<ResultRow> parse_results_csv(const std::string& text, const std::str
   if (records.empty())
     throw UserError(origin, "empty file", "it needs a header line and one row per point");
   std::map<std::string, size_t> col;
-  for (size_t i = 0; i < records[0].size(); ++i) col[records[0][i]] = i;
+  for (size_t i = 0; i < records[0].fields.size(); ++i) col[records[0].fields[i]] = i;
   for (const char* needed : {"preset", "strategy", "gpus", "state", "tokens_per_s_mean"}) {
     if (!col.count(needed)) {
       throw UserError(origin + ":1", std::string("no column \"") + needed + "\" in the header",
-                      "the header of a results.csv that hpclaunch sweep wrote names every column");
+                      "use the header hpclaunch sweep writes (it names every column)");
     }
   }
   std::vector<ResultRow> rows;
   for (size_t n = 1; n < records.size(); ++n) {
-    const auto& rec = records[n];
-    std::string where = origin + ": row " + std::to_string(n);
+    const auto& rec = records[n].fields;
+    const std::string where = origin + ":" + std::to_string(records[n].line) + ": ";
     auto get = [&](const std::string& name) -> std::string {
       auto it = col.find(name);
       return it != col.end() && it->second < rec.size() ? rec[it->second] : "";
     };
+    auto number = [&](const std::string& name) { return parse_number(get(name), where + name); };
+    auto integer = [&](const std::string& name) {
+      auto v = number(name);
+      if (v && (*v != std::floor(*v) || *v < 0 || *v > (1 << 30)))
+        throw UserError(where + name, "\"" + get(name) + "\" is not a count",
+                        "write a whole number from 0 up, or empty the field");
+      return v ? static_cast<int>(*v) : 0;
+    };
     ResultRow r;
     r.preset = get("preset");
     r.strategy = get("strategy");
-    auto integer = [&](const std::string& name) {
-      auto v = parse_number(get(name), where + " " + name);
-      return v ? static_cast<int>(*v) : 0;
-    };
+    check_name(r.preset, where + "preset");
+    check_name(r.strategy, where + "strategy");
     r.nodes = integer("nodes");
     r.gpus = integer("gpus");
     r.job_id = get("job_id");
     r.state = get("state");
-    r.tokens_per_s = parse_number(get("tokens_per_s_mean"), where + " tokens_per_s_mean");
-    r.tokens_per_s_std = parse_number(get("tokens_per_s_std"), where + " tokens_per_s_std");
-    r.speedup = parse_number(get("speedup"), where + " speedup");
-    r.efficiency = parse_number(get("efficiency"), where + " efficiency");
+    r.tokens_per_s = number("tokens_per_s_mean");
+    r.tokens_per_s_std = number("tokens_per_s_std");
+    r.speedup = number("speedup");
+    r.efficiency = number("efficiency");
     r.steps_used = integer("steps_used");
     r.run_dir = get("run_dir");
     r.log = get("log");
     r.message = get("message");
-    if (r.strategy.empty() || r.gpus <= 0) {
-      throw UserError(where, "needs a strategy and a positive gpus count",
-                      "fix the row or remove it");
-    }
+    if (r.gpus <= 0)
+      throw UserError(where + "gpus", "needs a positive GPU count", "fix the row or remove it");
     rows.push_back(r);
   }
   return rows;
@@ -327,55 +446,12 @@ std::vector<ResultRow> parse_results_csv(const std::string& text, const std::str
 ReportOutcome write_report(const fs::path& dir, const std::vector<ResultRow>& rows,
                            const std::string& title) {
   ReportOutcome outcome;
-  // summary.md
-  std::string md = "# " + title + "\n\n";
-  md +=
-      "Steady-state training throughput per point (warm-up steps excluded; mean ± sample\n"
-      "standard deviation over the remaining steps). Speedup is against the measured point with\n"
-      "the fewest GPUs of the same strategy; efficiency = speedup / (GPUs / its GPUs).\n\n";
-  md +=
-      "| preset | strategy | nodes | GPUs | state | tokens/s | ± std | tokens/s per GPU | speedup "
-      "| efficiency | job |\n";
-  md += "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---|\n";
-  auto cell = [](const std::optional<double>& v, int d) {
-    return v ? fmt::format("{:.{}f}", *v, d) : std::string("–");
-  };
-  auto md_text = [](const std::string& s) {
-    std::string out;
-    for (char c : comment_text(s)) out += c == '|' ? std::string("\\|") : std::string(1, c);
-    return out;
-  };
-  for (const auto& r : rows) {
-    md +=
-        fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", md_text(r.preset),
-                    md_text(r.strategy), r.nodes, r.gpus, md_text(r.state), cell(r.tokens_per_s, 1),
-                    cell(r.tokens_per_s_std, 1), cell(r.tokens_per_s_per_gpu(), 1),
-                    r.speedup ? fmt::format("{:.2f}x", *r.speedup) : "–",
-                    r.efficiency ? fmt::format("{:.0f}%", *r.efficiency * 100) : "–",
-                    r.job_id.empty() ? "–" : md_text(r.job_id));
-  }
-  std::string problems;
-  for (const auto& r : rows) {
-    if (r.tokens_per_s) continue;
-    problems += "- " + md_text(r.preset) + " / " + md_text(r.strategy) + ": " + md_text(r.state);
-    if (!r.message.empty()) problems += " — " + md_text(r.message);
-    if (!r.log.empty()) problems += " (log: `" + md_text(r.log) + "`)";
-    problems += "\n";
-  }
-  if (!problems.empty()) md += "\n## Points without a measurement\n\n" + problems;
+  check_report_outputs(dir, rows);
+  const std::vector<ResultRow> measured = measured_rows(rows);
+  const std::vector<std::string> strategies = strategies_of(measured);
+  const fs::path plots = dir / "plots";
 
-  std::vector<ResultRow> measured;
-  for (const auto& r : rows)
-    if (r.tokens_per_s && r.speedup) measured.push_back(r);
-  fs::path plots = dir / "plots";
-  if (!measured.empty()) {
-    md +=
-        "\n## Plots\n\n![speedup vs GPUs](plots/speedup.png)\n\n![efficiency vs "
-        "GPUs](plots/efficiency.png)\n\n"
-        "SVG versions, the gnuplot scripts (`*.gp`) and their data (`scaling-*.dat`) are in "
-        "`plots/`.\n";
-  }
-  write_file_atomically(dir / "summary.md", md);
+  write_file_atomically(dir / "summary.md", summary_markdown(rows, title, !measured.empty()));
   outcome.written.push_back((dir / "summary.md").string());
   if (measured.empty()) {
     outcome.problems.push_back("no point has a measurement; no plots were made");
@@ -387,7 +463,6 @@ ReportOutcome write_report(const fs::path& dir, const std::vector<ResultRow>& ro
   if (ec)
     throw UserError(plots.string(), "cannot create the directory: " + ec.message(),
                     "check the permissions");
-  std::vector<std::string> strategies = strategies_of(measured);
   std::set<int> gpu_set;
   for (const auto& r : measured) gpu_set.insert(r.gpus);
   std::vector<int> gpus(gpu_set.begin(), gpu_set.end());
@@ -403,7 +478,7 @@ ReportOutcome write_report(const fs::path& dir, const std::vector<ResultRow>& ro
       dat += fmt::format("{} {:.6f} {:.6f} {:.3f} {:.3f} {}\n", r.gpus, *r.speedup, *r.efficiency,
                          *r.tokens_per_s, r.tokens_per_s_std.value_or(0.0), r.preset);
     }
-    fs::path file = plots / ("scaling-" + st + ".dat");
+    fs::path file = plots / data_file_name(st);
     write_file_atomically(file, dat);
     outcome.written.push_back(file.string());
   }
@@ -451,7 +526,9 @@ int report_sweep_dir(const fs::path& dir) {
                     "run hpclaunch sweep --out " + dir.string() + " first");
   auto rows = parse_results_csv(read_text_file(csv, "results file"), csv.string());
   compute_scaling(rows);
-  write_file_atomically(csv, results_csv(rows));
+  StagedOutput csv_out(csv, results_csv(rows));  // checked and staged before anything is written
+  check_report_outputs(dir, rows);
+  csv_out.commit();
   ReportOutcome out = write_report(dir, rows, "Scaling sweep " + dir.filename().string());
   for (const auto& f : out.written) std::cerr << "hpclaunch: wrote " << f << "\n";
   for (const auto& p : out.problems) std::cerr << "hpclaunch: " << comment_text(p) << "\n";

@@ -285,14 +285,29 @@ std::vector<Point> sweep_points(const SweepConfig& config, const Catalog& catalo
 std::map<std::string, json> read_previous_points(const fs::path& state_file) {
   std::map<std::string, json> previous;
   std::error_code ec;
-  if (!fs::exists(state_file, ec)) return previous;
+  auto type = fs::symlink_status(state_file, ec).type();
+  if (ec || type == fs::file_type::not_found) return previous;
+  // A FIFO would block the read, a link would let the sweep state live elsewhere.
+  if (type != fs::file_type::regular) {
+    throw UserError(state_file.string(), "is not a regular file",
+                    "remove it (hpclaunch sweep writes it), or choose another --out");
+  }
   json s = read_json_file(state_file);
   if (!s.is_object() || !s.contains("points") || !s["points"].is_array()) {
     throw UserError(state_file.string(), "not a sweep state file (no \"points\" list)",
                     "choose another --out, or remove the file to start the sweep afresh");
   }
-  for (const auto& e : s["points"]) {
-    if (e.is_object()) previous[str_at(e, "preset") + "/" + str_at(e, "strategy")] = e;
+  for (size_t i = 0; i < s["points"].size(); ++i) {
+    const json& e = s["points"][i];
+    if (!e.is_object()) continue;
+    // A job id from the file reaches scontrol and scancel: never "--me" or 0 (every job).
+    std::string job = str_at(e, "job_id");
+    if (!job.empty() && !is_job_id(job)) {
+      throw UserError(state_file.string() + ": points[" + std::to_string(i) + "].job_id",
+                      "\"" + comment_text(job) + "\" is not a job id (a number from 1 up)",
+                      "fix it, or remove the file to start the sweep afresh");
+    }
+    previous[str_at(e, "preset") + "/" + str_at(e, "strategy")] = e;
   }
   return previous;
 }
@@ -387,9 +402,12 @@ SweepConfig read_sweep_file(const fs::path& path, SweepConfig c) {
       c.strategies = strings(key, v);
     else if (key == "scaling")
       c.scaling = string(key, v);
-    else if (key == "steps")
+    else if (key == "steps") {
       c.steps = integer(key, v);
-    else if (key == "cluster")
+      if (c.steps < 1)
+        throw UserError(file + ": steps", "must be at least 1 (0 would lift the step limit)",
+                        "remove \"steps\" to keep the trainer's own --max-steps");
+    } else if (key == "cluster")
       c.cluster = string(key, v);
     else if (key == "max_concurrent")
       c.max_concurrent = static_cast<int>(integer(key, v));

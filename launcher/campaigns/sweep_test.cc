@@ -122,7 +122,7 @@ TEST_CASE("results.csv round-trips, quoting commas, quotes and newlines", "[swee
   CHECK_THROWS_WITH(parse_results_csv("preset,strategy\n", "r.csv"),
                     Catch::Contains("r.csv:1: no column \"gpus\""));
   CHECK_THROWS_WITH(parse_results_csv(csv + "1n4g,ddp,1,four,,X,,,,,,0,,,\n", "r.csv"),
-                    Catch::Contains("row 3 gpus") && Catch::Contains("not a number"));
+                    Catch::Contains("r.csv:5: gpus") && Catch::Contains("not a number"));
 }
 
 TEST_CASE("strong scaling keeps the global batch, weak scales it with the world size", "[sweep]") {

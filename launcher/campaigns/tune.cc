@@ -14,6 +14,7 @@
 #include <fmt/core.h>
 
 #include "atomic_file.h"
+#include "byte_size.h"
 #include "campaigns/clusters_diff.h"
 #include "campaigns/pool.h"
 #include "cli/version.h"
@@ -300,6 +301,14 @@ void validate(const TuneConfig& c) {
                     "pass the timed all-reduces per size, e.g. 20");
   if (c.poll_interval_s <= 0)
     throw UserError("--poll", "must be positive", "pass the seconds between state checks, e.g. 1");
+  // The sizes as bench-allreduce will read them: every candidate would fail on them otherwise.
+  const int64_t min = parse_byte_size("--min", c.min_size);
+  const int64_t max = parse_byte_size("--max", c.max_size);
+  if (min > max)
+    throw UserError("--min",
+                    fmt::format("{} ({} bytes) is more than --max {} ({} bytes)", c.min_size, min,
+                                c.max_size, max),
+                    "swap them, or pass a --min no larger than --max");
 }
 
 // Slurm time limit for a bound in seconds: whole minutes, rounded up.
@@ -311,7 +320,8 @@ std::string slurm_minutes(long seconds) {
 std::string set_json(const std::string& key, const json& value) { return key + "=" + value.dump(); }
 
 // The file `hpclaunch tune` writes: a user cluster profile named `name`. Throws UserError for a
-// name that would replace the profile it extends, or an existing file without --force.
+// name that would replace the profile it extends, an existing file without --force, or
+// something there that is not a regular file (atomic_file.h).
 fs::path tuned_profile_target(const TuneConfig& config, const std::string& cluster,
                               const std::string& name) {
   check_preset_name(PresetKind::Cluster, name, config.name.empty() ? "--cluster" : "--name");
@@ -327,6 +337,7 @@ fs::path tuned_profile_target(const TuneConfig& config, const std::string& clust
                     "pass --force to replace it, or --name OTHER to keep both (hpclaunch "
                     "clusters diff shows it)");
   }
+  output_kind(target);  // a link, FIFO or folder there: refused now, not after every candidate ran
   return target;
 }
 

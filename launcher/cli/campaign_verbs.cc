@@ -6,6 +6,7 @@
 #include "campaigns/tune.h"
 #include "cli/flags.h"
 #include "cli/verbs.h"
+#include "error.h"
 
 namespace hpc {
 namespace {
@@ -25,7 +26,13 @@ struct SweepFlags {
     if (presets_opt->count()) c.presets = split_comma_list(presets);
     if (strategies_opt->count()) c.strategies = split_comma_list(strategies);
     if (scaling->count()) c.scaling = given.scaling;
-    if (steps->count()) c.steps = given.steps;
+    if (steps->count()) {
+      if (given.steps < 1)
+        throw UserError("--steps", "must be at least 1 (0 would lift the step limit)",
+                        "pass --steps N with N >= 1, or leave it out to keep the trainer's own "
+                        "--max-steps");
+      c.steps = given.steps;
+    }
     if (cluster->count()) c.cluster = given.cluster;
     if (max_concurrent->count()) c.max_concurrent = given.max_concurrent;
     if (warmup_steps->count()) c.warmup_steps = given.warmup_steps;

@@ -2,14 +2,21 @@
 // cli/*_verbs.cc; here the parse, the dispatch, and the one-line error for every failure.
 #include "cli/cli.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
+#include <streambuf>
 
 #include "backends/backend.h"
+#include "cli/flags.h"
 #include "cli/verbs.h"
 #include "cli/version.h"
 #include "error.h"
+#include "posix_io.h"
 #include "render/shell.h"
 #include "spec/suggest.h"
 
@@ -96,9 +103,46 @@ int parse(CLI::App& app, const std::vector<std::string>& args) {
   return -1;
 }
 
-}  // namespace
+// std::cout's buffer while a command runs: it writes to descriptor 1 itself and keeps the
+// errno of the first write that failed, so that a full disk or a closed pipe is named.
+class StdoutBuffer : public std::streambuf {
+ public:
+  ~StdoutBuffer() override { flush_out(); }
+  int error() const { return error_; }
+  bool flush_out() {
+    if (!error_ && !pending_.empty() && !write_all(STDOUT_FILENO, pending_)) error_ = errno;
+    pending_.clear();
+    return error_ == 0;
+  }
 
-int run_cli(const std::vector<std::string>& raw_args) {
+ protected:
+  int overflow(int c) override {
+    if (c == traits_type::eof()) return sync() == 0 ? 0 : c;
+    pending_ += static_cast<char>(c);
+    return pending_.size() < kSize || flush_out() ? c : traits_type::eof();
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    pending_.append(s, static_cast<size_t>(n));
+    return pending_.size() < kSize || flush_out() ? n : 0;
+  }
+  int sync() override { return flush_out() ? 0 : -1; }
+
+ private:
+  static constexpr size_t kSize = 1 << 16;
+  std::string pending_;
+  int error_ = 0;
+};
+
+// A command whose output did not reach standard output (a full disk, a reader that went away:
+// SIGPIPE is ignored, main.cc) has failed, however well the rest went: one line, kExitOutput.
+int finish_stdout(int status, StdoutBuffer& out) {
+  if (out.flush_out() || status != 0) return status;  // a failing command has said why already
+  std::cerr << "hpclaunch: error: standard output: cannot write (" << std::strerror(out.error())
+            << "); the output is incomplete; check the disk or the command reading it" << std::endl;
+  return kExitOutput;
+}
+
+int dispatch(const std::vector<std::string>& raw_args) {
   // Everything after the first bare "--" goes to hpctrain untouched.
   std::vector<std::string> args;
   std::optional<std::vector<std::string>> trainer_args;
@@ -124,6 +168,7 @@ int run_cli(const std::vector<std::string>& raw_args) {
   for (const auto& v : kVerbs) {
     CLI::App* sub = app.add_subcommand(v.name, v.help);
     handlers.emplace_back(sub, v.define(sub));
+    refuse_empty_values(sub);
   }
   if (int status = parse(app, args); status >= 0) return status;
 
@@ -142,6 +187,13 @@ int run_cli(const std::vector<std::string>& raw_args) {
     // One line: a value's newline is shown as \n, never allowed to split the message.
     std::cerr << "hpclaunch: error: " << comment_text(e.what()) << std::endl;
     return kExitUsage;
+  } catch (const OutputError& e) {
+    std::cerr << "hpclaunch: error: " << comment_text(e.what()) << std::endl;
+    return kExitOutput;
+  } catch (const BackendUnreachable& e) {
+    // The cluster could not be reached after bounded retries: its own status, not bad input.
+    std::cerr << "hpclaunch: error: " << comment_text(e.what()) << std::endl;
+    return kExitUnreachable;
   } catch (const BackendError& e) {
     // Unreachable cluster, refused submission: nothing was submitted (or it was cancelled).
     std::cerr << "hpclaunch: error: " << comment_text(e.what()) << std::endl;
@@ -151,6 +203,19 @@ int run_cli(const std::vector<std::string>& raw_args) {
               << " (please report it)" << std::endl;
     return 1;
   }
+}
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& raw_args) {
+  std::cout.flush();
+  StdoutBuffer out;
+  std::streambuf* before = std::cout.rdbuf(&out);
+  int status = dispatch(raw_args);
+  status = finish_stdout(status, out);
+  std::cout.rdbuf(before);
+  std::cout.clear();
+  return status;
 }
 
 }  // namespace hpc

@@ -6,7 +6,9 @@
 
 namespace hpc {
 
-// Runs one hpclaunch invocation; returns the exit status (0 ok, 2 bad input, 1 internal error).
+// Runs one hpclaunch invocation; returns the exit status (0 ok, 1 internal error, 2 bad input,
+// 69 cluster unreachable, 74 an output could not be written; the job verbs add the job's own:
+// docs/backends.md).
 int run_cli(const std::vector<std::string>& args);
 
 }  // namespace hpc

@@ -60,6 +60,20 @@ BackendChoice BackendFlags::choice() const {
   return c;
 }
 
+void refuse_empty_values(CLI::App* verb) {
+  static const CLI::Validator not_empty(
+      [](std::string& value) {
+        return value.empty() ? std::string(
+                                   "an empty value; give one, or leave the flag out for "
+                                   "its default")
+                             : std::string();
+      },
+      "", "NOT_EMPTY");
+  for (CLI::Option* option : verb->get_options())
+    if (option->nonpositional() && option->get_type_size_max() > 0) option->check(not_empty);
+  for (CLI::App* sub : verb->get_subcommands({})) refuse_empty_values(sub);
+}
+
 Rendered render_selection(const SelectionFlags& flags,
                           const std::optional<std::vector<std::string>>& trainer_args,
                           const std::vector<std::string>& command) {

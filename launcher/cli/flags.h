@@ -35,6 +35,11 @@ struct BackendFlags {
   BackendChoice choice() const;
 };
 
+// Every named option of `verb` and its subcommands that takes a value refuses an empty one: an
+// empty --host would submit to the local Slurm, an empty -o would print to stdout, an empty
+// --strategy or --cluster would pick the default. Leaving a flag out is how to get its default.
+void refuse_empty_values(CLI::App* verb);
+
 struct Rendered {
   Spec spec;
   std::string script;

@@ -1,3 +1,5 @@
+#include <signal.h>
+
 #include <string>
 #include <vector>
 
@@ -6,7 +8,13 @@
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
-  // The local backend's srun/scontrol (argv[0]) and its job supervisor (__local-job).
+  // The local backend's srun/scontrol (argv[0]) and its job supervisor (__local-job) run jobs:
+  // they and their programs get the default SIGPIPE, even if the CLI that started them (below)
+  // ignored it (an ignored signal stays ignored across exec).
+  signal(SIGPIPE, SIG_DFL);
   if (auto status = hpc::run_local_entry_point(args)) return *status;
+  // The CLI: a reader that went away is a write error (EPIPE) it reports in one line and an
+  // exit status (run_cli), not a silent death by SIGPIPE.
+  signal(SIGPIPE, SIG_IGN);
   return hpc::run_cli(args);
 }

@@ -5,7 +5,9 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <regex>
+#include <vector>
 
 #include "atomic_file.h"
 #include "cli/flags.h"
@@ -107,6 +109,7 @@ struct RenderFlags {
 int run_render(const RenderFlags& f, const Invocation& in) {
   Rendered r = render_selection(f.selection, in.trainer_args, in.command);
   // Check both destinations before writing either, so a bad path leaves nothing behind.
+  std::vector<OutputKind> kinds;
   for (const auto& path : {f.output, f.spec_out}) {
     if (path.empty()) continue;
     fs::path parent = fs::path(path).parent_path();
@@ -119,19 +122,20 @@ int run_render(const RenderFlags& f, const Invocation& in) {
       throw UserError(path, "cannot write output: directory " + parent.string() + " does not exist",
                       "create it first");
     }
-    if (fs::is_directory(path, ec)) {
-      throw UserError(path, "is a directory", "give a file name for the output");
-    }
+    kinds.push_back(output_kind(path));  // a directory, FIFO, socket, block device or link: refused
   }
-  if (!f.output.empty()) write_file_atomically(f.output, r.script, 0755);
-  if (!f.spec_out.empty()) {
-    try {
-      write_file_atomically(f.spec_out, r.spec.canonical_json());
-    } catch (...) {
-      if (!f.output.empty()) fs::remove(f.output);  // both or neither
-      throw;
-    }
+  // One file for both would keep only the second (a device such as /dev/null may take both).
+  if (kinds.size() == 2 && (kinds[0] == OutputKind::kNew || kinds[0] == OutputKind::kRegular) &&
+      fs::path(f.output).lexically_normal() == fs::path(f.spec_out).lexically_normal()) {
+    throw UserError("--spec-out", "names the same file as -o (" + f.output + ")",
+                    "give the spec its own path");
   }
+  // Both staged (temp files written) before either is committed: both or neither.
+  std::optional<StagedOutput> script_file, spec_file;
+  if (!f.output.empty()) script_file.emplace(f.output, r.script, 0755);
+  if (!f.spec_out.empty()) spec_file.emplace(f.spec_out, r.spec.canonical_json());
+  if (script_file) script_file->commit();
+  if (spec_file) spec_file->commit();
   if (f.output.empty()) {
     std::cout << r.script;
   } else {

@@ -89,6 +89,8 @@ class Follower {
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::string unreachable_;
   std::chrono::steady_clock::time_point unreachable_since_;
+  int failed_polls_ = 0;
+  bool output_closed_ = false;
   LogTail stdout_, stderr_;
   uint64_t metrics_offset_ = 0;
   std::string metrics_partial_;
@@ -162,6 +164,11 @@ void Follower::poll_state() {
     status_ = s;
     have_status_ = true;
   } catch (const BackendError& e) {
+    // Without -f (and without a log to show instead) the answer is now or never: a scheduler
+    // that refuses, or stays unreachable for o_.unreachable_tries polls, ends the command.
+    if (!o_.follow && o_.known_stdout_path.empty() &&
+        (!dynamic_cast<const BackendUnreachable*>(&e) || ++failed_polls_ >= o_.unreachable_tries))
+      throw;
     // A controller restart or network blip: keep following, say so once a minute.
     auto now = std::chrono::steady_clock::now();
     if (unreachable_.empty() || now - unreachable_since_ > std::chrono::seconds(60)) {
@@ -230,7 +237,10 @@ void Follower::emit_lines(LogTail& tail, const std::string& data, std::ostream& 
     tail.partial.clear();
     wrote = true;
   }
-  if (wrote) to.flush();
+  if (wrote) {
+    to.flush();
+    if (!to) output_closed_ = true;  // a reader that went away, a full disk: run() stops
+  }
 }
 
 bool Follower::drain_logs() {
@@ -364,6 +374,13 @@ int Follower::run() {
       return 0;
     }
     drain_logs();
+    if (output_closed_) {
+      // Nobody reads the log any more: stop watching, as Ctrl-C would, and say so.
+      clear_status();
+      err_ << "hpclaunch: error: standard output: cannot write (closed or full); job " << id_
+           << " goes on. Reattach: hpclaunch logs -f " << id_ << "\n";
+      return follow_exit::kOutputClosed;
+    }
     // Every poll: a PREEMPTED/NODE_FAIL watch ends when any other state shows.
     const bool settling = o_.follow && have_status_ && may_be_requeued();
     if (o_.follow && have_status_ && status_.terminal() && !settling) return finish();

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "backends/backend.h"
+#include "error.h"
 
 namespace hpc {
 
@@ -26,6 +27,9 @@ inline constexpr int kOutOfMemory = 137;
 inline constexpr int kCancelled = 143;
 inline constexpr int kDetached = 130;  // Ctrl-C: the job goes on
 inline constexpr int kLost = 75;       // the job vanished and no accounting knows it
+// Also: kExitUsage 2 (bad input, a malformed job id), kExitUnreachable 69 (backend.h),
+// kExitOutput 74 (standard output closed or full: error.h).
+inline constexpr int kOutputClosed = kExitOutput;
 }  // namespace follow_exit
 
 int exit_status_for(const JobStatus& status);
@@ -57,6 +61,9 @@ struct FollowOptions {
   // How long a PREEMPTED/NODE_FAIL job is watched for Slurm requeueing it before follow ends.
   std::chrono::milliseconds requeue_settle{10000};
   std::string known_stdout_path;  // the log, when the scheduler no longer knows the job
+  // Without follow: unreachable-scheduler polls before giving up (BackendUnreachable, exit 69);
+  // any other backend error ends it at once. With follow, a restart is waited out.
+  int unreachable_tries = 3;
 };
 
 // Follows until the job ends (or Ctrl-C) and returns the exit status for hpclaunch.

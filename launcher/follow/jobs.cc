@@ -15,6 +15,7 @@
 #include "cli/version.h"
 #include "error.h"
 #include "follow/follow.h"
+#include "render/shell.h"
 #include "subprocess.h"
 
 namespace fs = std::filesystem;
@@ -43,6 +44,16 @@ std::string replace_job_name_pattern(const std::string& pattern, const std::stri
     }
   }
   return out;
+}
+
+// status, logs and cancel of a job the scheduler does not know (a typo, or a job so old that
+// the controller forgot it and no accounting remembers): one line, the same status from each.
+int report_unknown_job(const std::string& job_id, const JobStatus& s,
+                       const std::string& more = "") {
+  std::cerr << "hpclaunch: job " << job_id << " is not known to the scheduler ("
+            << (s.detail.empty() ? "it may have ended long ago" : comment_text(s.detail))
+            << "); check the id (hpclaunch list, squeue)" << more << "\n";
+  return follow_exit::kLost;
 }
 
 std::string shell_join(const std::vector<std::string>& argv) {
@@ -174,14 +185,22 @@ OpenedRun open_run(const std::string& job, const BackendChoice& choice) {
   OpenedRun opened;
   if (!record) {
     // Not submitted from here: a plain Slurm job id still works with the chosen backend.
-    bool numeric = !job.empty() && job.find_first_not_of("0123456789_") == std::string::npos;
-    if (!numeric) {
-      throw UserError(job, "no run with this job id or directory under " + choice.runs_dir,
-                      "hpclaunch list shows the runs; pass --runs-dir if they live elsewhere");
+    if (!is_job_id(job)) {
+      throw UserError(job,
+                      "not a job id (a number from 1 up), and no run directory of that name "
+                      "under " +
+                          choice.runs_dir,
+                      "check the id: hpclaunch list shows the runs; pass --runs-dir if they "
+                      "live elsewhere");
     }
     opened.record.job_id = job;
     opened.backend = make_backend(choice);
     return opened;
+  }
+  if (!is_job_id(record->job_id)) {
+    throw UserError(record->local_dir + "/run.json: job_id",
+                    "\"" + record->job_id + "\" is not a job id (a number from 1 up)",
+                    "fix the file or remove that run directory");
   }
   BackendChoice c = choice;
   c.kind = record->backend;
@@ -224,13 +243,9 @@ int show_status(const std::string& job, const BackendChoice& choice, bool as_jso
                       {"backend", run.backend->kind()}}
                      .dump(2)
               << "\n";
-    return 0;
+    return s.found ? 0 : follow_exit::kLost;
   }
-  if (!s.found) {
-    std::cout << "job " << run.record.job_id << ": not known to the scheduler any more"
-              << (s.detail.empty() ? "" : " (" + s.detail + ")") << "\n";
-    return follow_exit::kLost;
-  }
+  if (!s.found) return report_unknown_job(run.record.job_id, s);
   std::cout << fmt::format(
       "job      {}\nstate    {}{}\nnodes    {}\nelapsed  {}\nexit     {}\nrequeues {}\n",
       run.record.job_id, s.state, s.reason.empty() ? "" : " (" + s.reason + ")",
@@ -261,10 +276,7 @@ int cancel_job(const std::string& job, const BackendChoice& choice) {
   OpenedRun run = open_run(job, choice);
   // scancel is silent about ids it does not know: ask first, so a typo is not "cancelled".
   JobStatus s = run.backend->status(run.record.job_id);
-  if (!s.found) {
-    throw UserError(job, "the scheduler does not know this job",
-                    "check the id (hpclaunch list, squeue); nothing was cancelled");
-  }
+  if (!s.found) return report_unknown_job(run.record.job_id, s, "; nothing was cancelled");
   if (s.terminal()) {
     std::cerr << "hpclaunch: job " << run.record.job_id << " already ended (" << s.state
               << "); nothing to cancel\n";

@@ -39,6 +39,10 @@ bool has_fix_hint(const std::string& line) {
 }
 
 void check_bad_input(const BadCase& c, bool require_hint) {
+  check_bad_input(c, Prepare(), require_hint);
+}
+
+void check_bad_input(const BadCase& c, const Prepare& prepare, bool require_hint) {
   Sandbox sb;
   for (const auto& [path, content] : c.files) {
     if (content == "<dir>")
@@ -46,6 +50,7 @@ void check_bad_input(const BadCase& c, bool require_hint) {
     else
       sb.write(path, content);
   }
+  if (prepare) prepare(sb);
   auto before = sb.snapshot();
   Run r = sb.hpclaunch(c.args);
   INFO("case: " << c.name << "\n" << r.describe());

@@ -5,6 +5,7 @@
 // leftover temp file). bad_input_test.cc and bad_input_usage_test.cc hold the cases.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +34,10 @@ std::vector<std::string> render_args(std::vector<std::string> extra,
 bool has_fix_hint(const std::string& line);
 
 void check_bad_input(const BadCase& c, bool require_hint = true);
+// The same, with `prepare` run after the files are written and before the snapshot: for what a
+// file list cannot make (a FIFO, a symbolic link, a socket, a device node).
+using Prepare = std::function<void(const Sandbox&)>;
+void check_bad_input(const BadCase& c, const Prepare& prepare, bool require_hint = true);
 // Each case in a section of its own.
 void check_all(const std::vector<BadCase>& cases, bool require_hint = true);
 

@@ -131,11 +131,23 @@ std::map<std::string, std::string> Sandbox::snapshot() const {
   std::map<std::string, std::string> out;
   for (auto it = fs::recursive_directory_iterator(root_); it != fs::recursive_directory_iterator();
        ++it) {
-    std::string rel = fs::relative(it->path(), root_).string();
-    if (it->is_directory())
+    std::string rel = it->path().lexically_relative(root_).string();  // links not resolved
+    // The entry itself, a link not followed: a link replaced by a file is a change.
+    const fs::file_status st = it->symlink_status();
+    if (fs::is_symlink(st))
+      out[rel] = "link:" + fs::read_symlink(it->path()).string();
+    else if (fs::is_directory(st))
       out[rel] = "dir";
-    else if (it->is_regular_file())
+    else if (fs::is_regular_file(st))
       out[rel] = "file:" + read_file(it->path());
+    else if (fs::is_fifo(st))
+      out[rel] = "fifo";
+    else if (fs::is_socket(st))
+      out[rel] = "socket";
+    else if (fs::is_character_file(st))
+      out[rel] = "char";
+    else if (fs::is_block_file(st))
+      out[rel] = "block";
     else
       out[rel] = "other";
   }

@@ -70,8 +70,9 @@ class Sandbox {
   // Runs hpclaunch with these arguments (argv[0] is added) in work().
   Run hpclaunch(const std::vector<std::string>& args) const;
 
-  // Every path under root() with its type and, for files, content: compare two snapshots to
-  // see that a command wrote nothing.
+  // Every path under root() with its type (a link as "link:TARGET", not followed; fifo,
+  // socket, char, block) and, for files, content: compare two snapshots to see that a command
+  // wrote nothing.
   std::map<std::string, std::string> snapshot() const;
 
  private:

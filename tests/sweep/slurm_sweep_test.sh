@@ -226,8 +226,8 @@ case "$case_name" in
       [[ $(job_count) -eq 0 ]] || fail "$*: submitted a job"
     }
     expect_usage 'unknown preset "2n3g"; did you mean' --presets 1n1g,2n3g --strategy ddp
-    expect_usage 'no presets to sweep' --presets '' --strategy ddp
-    expect_usage 'no strategies to sweep' --presets 1n1g --strategy ''
+    expect_usage '--presets: an empty value' --presets '' --strategy ddp
+    expect_usage '--strategy: an empty value' --presets 1n1g --strategy ''
     expect_usage '"1n1g" is listed twice' --presets 1n1g,1n1g --strategy ddp
     # A shape the cluster profile cannot hold is caught while resolving, before any submission.
     expect_usage 'max_gpus_per_node' --presets 1n1g,2n8g --strategy ddp --set profile.max_gpus_per_node=4

@@ -103,7 +103,7 @@ case "$case_name" in
       [[ ! -e "$work/out-dir" && ! -e "$work/runs" ]] || fail "$*: wrote files"
     }
     expect_usage 'unknown preset "1n3g"; did you mean' sweep --presets 1n1g,1n3g --strategy ddp --local --out "$work/out-dir"
-    expect_usage 'no presets to sweep' sweep --presets '' --strategy ddp --local --out "$work/out-dir"
+    expect_usage '--presets: an empty value' sweep --presets '' --strategy ddp --local --out "$work/out-dir"
     expect_usage 'unknown strategy "dpp"; did you mean "ddp"' sweep --presets 1n1g --strategy dpp --local --out "$work/out-dir"
     printf '// a typo\n{"presets": ["1n1g"], "stratgies": ["ddp"]}\n' >"$work/typo.json"
     expect_usage 'typo.json: stratgies: unknown key; did you mean "strategies"' sweep -f "$work/typo.json" --local --out "$work/out-dir"

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "byte_size.h"
 #include "device.h"
 #include "dist/bench_allreduce.h"
 #include "dist/communicator.h"

@@ -22,9 +22,8 @@ struct BenchAllreduceOptions {
   std::string master_suffix;
 };
 
-// "1024", "1K", "4M", "1G", "2KB", "8MiB" -> bytes (K = 1024). Throws hpc::UserError naming
-// `flag` for anything else, zero, or more than 2^40.
-int64_t parse_byte_size(const std::string& flag, const std::string& text);
+// --min and --max are parsed with hpc::parse_byte_size (common/byte_size.h), as hpclaunch tune
+// checks them before it submits anything.
 
 // min, min*factor, min*factor^2, ... up to and including max. Throws hpc::UserError when
 // min > max, factor < 2, or min is smaller than one element.
