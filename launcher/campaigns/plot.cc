@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -299,8 +300,16 @@ std::vector<ResultRow> parse_results_csv(const std::string& text, const std::str
     ResultRow r;
     r.preset = get("preset");
     r.strategy = get("strategy");
+    // Counts: whole and within int's range, or casting them is undefined (found by fuzzing:
+    // "1e10" and "nan" became -2147483648, "2.9" became 2).
     auto integer = [&](const std::string& name) {
       auto v = parse_number(get(name), where + " " + name);
+      if (v && !(*v >= 0 && *v <= std::numeric_limits<int>::max() && *v == std::floor(*v))) {
+        throw UserError(where + " " + name,
+                        "\"" + comment_text(get(name)) + "\" is not a whole number from 0 to " +
+                            std::to_string(std::numeric_limits<int>::max()),
+                        "fix or empty the field");
+      }
       return v ? static_cast<int>(*v) : 0;
     };
     r.nodes = integer("nodes");
