@@ -15,6 +15,9 @@ launcher_pkgs=(
   libssl-dev # libcrypto: SHA-256 of the spec and of checkpoint shards
   shellcheck gnuplot-nox
   libxml2-utils # xmllint: the sweep tests check that the SVG plots parse
+  # The fuzz targets (fuzz/, scripts/fuzz.sh): clang++, its libFuzzer and sanitizer runtimes
+  # (only recommended by clang, hence named), and llvm-symbolizer for readable sanitizer reports.
+  clang libclang-rt-dev llvm
 )
 cluster_pkgs=(slurmctld slurmd slurm-client munge openssh-server openssh-client iproute2 util-linux procps)
 # python3: the tests' reference implementation and helper scripts (the product needs no Python).

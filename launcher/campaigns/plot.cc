@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -414,9 +415,12 @@ std::vector<ResultRow> parse_results_csv(const std::string& text, const std::str
     auto number = [&](const std::string& name) { return parse_number(get(name), where + name); };
     auto integer = [&](const std::string& name) {
       auto v = number(name);
-      if (v && (*v != std::floor(*v) || *v < 0 || *v > (1 << 30)))
+      // Whole and within int's range, or the cast is undefined (found by fuzzing: "1e10" and
+      // "nan" became -2147483648, "2.9" became 2). NaN fails the first test.
+      constexpr double kMax = std::numeric_limits<int>::max();
+      if (v && (*v != std::floor(*v) || *v < 0 || *v > kMax))
         throw UserError(where + name, "\"" + get(name) + "\" is not a count",
-                        "write a whole number from 0 up, or empty the field");
+                        "write a whole number from 0 to 2147483647, or empty the field");
       return v ? static_cast<int>(*v) : 0;
     };
     ResultRow r;

@@ -125,6 +125,24 @@ TEST_CASE("results.csv round-trips, quoting commas, quotes and newlines", "[swee
                     Catch::Contains("r.csv:5: gpus") && Catch::Contains("not a number"));
 }
 
+// Found by fuzzing (fuzz/results_csv_fuzz.cc, UBSan): counts outside int's range were cast to int,
+// which is undefined; on x86 "1e10" and "nan" became -2147483648 and report wrote that back.
+TEST_CASE("results.csv counts are whole numbers within int's range", "[sweep]") {
+  const std::string header =
+      results_csv({}) + "1n1g,ddp,1,1,42,COMPLETED,1000,,,,,5,,,\n";  // a good first row
+  for (const std::string bad : {"1e10", "nan", "-1", "2.9", "2147483648", "inf"}) {
+    INFO(bad);
+    const std::string nodes = header + "1n2g,ddp," + bad + ",2,43,COMPLETED,,,,,,0,,,\n";
+    CHECK_THROWS_WITH(parse_results_csv(nodes, "r.csv"),
+                      Catch::Contains("r.csv:3: nodes: \"" + bad + "\" is not a"));
+    const std::string steps = header + "1n2g,ddp,1,2,43,COMPLETED,,,,,," + bad + ",,,\n";
+    CHECK_THROWS_WITH(parse_results_csv(steps, "r.csv"), Catch::Contains("r.csv:3: steps_used"));
+  }
+  auto rows = parse_results_csv(header + "1n2g,ddp,1e0,2147483647,43,X,,,,,,0,,,\n", "r.csv");
+  CHECK(rows[1].nodes == 1);
+  CHECK(rows[1].gpus == 2147483647);
+}
+
 TEST_CASE("strong scaling keeps the global batch, weak scales it with the world size", "[sweep]") {
   std::vector<std::string> args = {"--model",   "tiny", "--micro-batch", "4",
                                    "--seq-len", "64",   "--max-steps",   "100"};

@@ -17,7 +17,7 @@ MAX_LINES = 700
 TEST_CASE = re.compile(r'TEST_CASE\(\s*"((?:[^"\\]|\\.)*)"')
 
 
-SOURCE_DIRS = ("bench", "common", "launcher", "tests", "trainer")
+SOURCE_DIRS = ("bench", "common", "fuzz", "launcher", "tests", "trainer")
 
 
 def sources(root, suffixes, dirs=SOURCE_DIRS):
