@@ -18,7 +18,8 @@ void close_fds_from(int first);
 // "TERM", "SIGTERM", "term" or "15" -> SIGTERM; 0 for what names no signal.
 int signal_from_name(std::string name);
 
-// The whole file (a /proc entry, a small JSON file); "" when it cannot be read.
+// The whole file (a /proc entry, a small JSON file); "" when it cannot be read, is not a
+// regular file or is over 1 MiB (read_input_file).
 std::string read_small_file(const std::string& path);
 
 }  // namespace hpc

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "backends/backend.h"
+#include "cli/flags.h"
 #include "cli/verbs.h"
 #include "cli/version.h"
 #include "error.h"
@@ -125,6 +126,7 @@ int run_cli(const std::vector<std::string>& raw_args) {
     CLI::App* sub = app.add_subcommand(v.name, v.help);
     handlers.emplace_back(sub, v.define(sub));
   }
+  require_plain_numbers(&app);
   if (int status = parse(app, args); status >= 0) return status;
 
   size_t chosen = 0;

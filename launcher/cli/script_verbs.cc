@@ -11,6 +11,7 @@
 #include "cli/flags.h"
 #include "cli/verbs.h"
 #include "error.h"
+#include "input_file.h"
 #include "json_file.h"
 #include "render/shell.h"
 #include "subprocess.h"
@@ -154,7 +155,7 @@ int run_validate(const ValidateFlags& f, const Invocation& in) {
     if (!fs::is_regular_file(f.script_file, ec)) {
       throw UserError(f.script_file, "no such script file", "check the path");
     }
-    auto checks = check_script(f.script_file, read_text_file(f.script_file, "script"), nullptr,
+    auto checks = check_script(f.script_file, read_input_file(f.script_file, "script"), nullptr,
                                f.script_file);
     std::cout << "ok: " << f.script_file;
     for (const auto& c : checks) std::cout << ", " << c;

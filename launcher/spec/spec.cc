@@ -4,6 +4,7 @@
 #include <regex>
 
 #include "error.h"
+#include "input_file.h"
 #include "json_file.h"
 #include "render/shell.h"
 #include "sha256.h"
@@ -62,7 +63,7 @@ class SpecReader {
   std::string string(const std::string& path) const {
     const json* v = find(path);
     if (!v) return "";
-    if (v->is_number_integer()) return std::to_string(v->get<long long>());
+    if (v->is_number_integer()) return v->dump();  // 18446744073709551615 stays itself
     return v->get<std::string>();
   }
 
@@ -82,12 +83,15 @@ class SpecReader {
     if (!v) {
       throw UserError(path, "is not set", fix);
     }
-    long long x = v->get<long long>();
-    if (x < min || x > max) {
+    // Above LLONG_MAX only as an unsigned number: compared as one, shown as written.
+    const bool above = v->is_number_unsigned() &&
+                       v->get<unsigned long long>() > static_cast<unsigned long long>(max);
+    const long long x = above ? max : v->get<long long>();
+    if (above || x < min || x > max) {
       std::string range = max >= (1LL << 40)
                               ? "at least " + std::to_string(min)
                               : "between " + std::to_string(min) + " and " + std::to_string(max);
-      throw UserError(where(path), std::to_string(x) + " is out of range (" + range + ")", fix);
+      throw UserError(where(path), v->dump() + " is out of range (" + range + ")", fix);
     }
     return static_cast<int>(x);
   }
@@ -363,8 +367,8 @@ json load_project_file(const SpecRequest& request, std::string& origin) {
   if (request.project_file) {
     file = *request.project_file;
   } else if (request.read_project_file) {
-    std::error_code ec;
-    if (!fs::is_regular_file("hpclaunch.json", ec)) return json::object();
+    // Only nothing at all is skipped: a folder, a FIFO or a dangling link is refused by name.
+    if (!input_path_present("hpclaunch.json")) return json::object();
     file = "hpclaunch.json";
   } else {
     return json::object();
