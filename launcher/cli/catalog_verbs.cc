@@ -98,7 +98,8 @@ int list_clusters(const Catalog& catalog, bool as_json) {
 }
 
 int show_preset(const Catalog& catalog, PresetKind kind, const std::string& name, bool as_json) {
-  LoadedPreset p = catalog.load(kind, name);
+  LoadedPreset p =
+      catalog.load(kind, name, kind == PresetKind::Shape ? "presets show" : "clusters show");
   if (as_json) {
     std::cout << json{{"name", name}, {"content", p.content}, {"files", p.files}}.dump(2) << "\n";
     return 0;
@@ -154,8 +155,9 @@ VerbHandler define_clusters(CLI::App* verb) {
     Catalog catalog = Catalog::from_environment();
     if (f->show->parsed()) return show_preset(catalog, PresetKind::Cluster, f->name, f->as_json);
     if (f->diff->parsed()) {
-      auto lines = diff_cluster_profiles(resolved_cluster_profile(catalog, f->diff_a),
-                                         resolved_cluster_profile(catalog, f->diff_b));
+      auto lines =
+          diff_cluster_profiles(resolved_cluster_profile(catalog, f->diff_a, "clusters diff A"),
+                                resolved_cluster_profile(catalog, f->diff_b, "clusters diff B"));
       std::cout << "clusters diff " << f->diff_a << " " << f->diff_b << " (resolved values, "
                 << f->diff_a << " -> " << f->diff_b << "):\n";
       if (lines.empty()) std::cout << "  no differences\n";

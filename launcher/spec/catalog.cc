@@ -252,9 +252,12 @@ void Catalog::load_into(PresetKind kind, const std::string& name, size_t below, 
   out.files.push_back(shown);
 }
 
-LoadedPreset Catalog::load(PresetKind kind, const std::string& name) const {
+LoadedPreset Catalog::load(PresetKind kind, const std::string& name,
+                           const std::string& where) const {
   check_preset_name(kind, name,
-                    std::string("--") + (kind == PresetKind::Shape ? "preset" : "cluster"));
+                    !where.empty()
+                        ? where
+                        : std::string("--") + (kind == PresetKind::Shape ? "preset" : "cluster"));
   LoadedPreset out;
   out.name = name;
   out.content = nlohmann::json::object();

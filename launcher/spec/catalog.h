@@ -56,7 +56,8 @@ class Catalog {
                                  std::vector<std::string>* skipped = nullptr) const;
   bool has(PresetKind kind, const std::string& name) const;
   // Throws UserError for unknown names (with a did-you-mean), bad files, `extends` cycles.
-  LoadedPreset load(PresetKind kind, const std::string& name) const;
+  // `where` names what gave the name in messages: "--preset" / "--cluster" when empty.
+  LoadedPreset load(PresetKind kind, const std::string& name, const std::string& where = "") const;
   // defaults.json of every directory that has one, lowest priority first: (content, file).
   std::vector<std::pair<nlohmann::json, std::string>> defaults() const;
   // The template that wins: a user's templates/sbatch.sh.mustache or the built-in one.
