@@ -235,7 +235,7 @@ class ExpressionParser {
       const std::string_view tail = segments.back().text;
       fail(static_cast<std::size_t>(tail.data() - expr_.data()),
            "text \"" + printable(tail) + "\" after the last ']' (Slurm rejects it)",
-           "end the name with its brackets, e.g. node[01-02] or node[01-02]x[1]");
+           "remove it: end the name with its brackets, e.g. node[01-02] or node[01-02]x[1]");
     }
     return segments;
   }

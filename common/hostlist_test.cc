@@ -233,17 +233,25 @@ TEST_CASE("hostlist: expand agrees with a model of Slurm's recursion on random i
 
 TEST_CASE("hostlist: text after the last bracket is refused, as Slurm 22.05 refuses it",
           "[hostlist]") {
-  // Each of these is "Invalid hostlist" to `scontrol show hostnames` of Slurm 22.05.8.
-  require_error_at("n[1,2]x", 7, "text \"x\" after the last ']'");
-  require_error_at("n[1-2]-", 7, "text \"-\" after the last ']'");
-  require_error_at("n[1-2]1", 7, "after the last ']'");
-  require_error_at("bask-pg0309u[05-06]a", 20, "after the last ']'");
-  require_error_at("jwb[0001-0002]i,login", 15, "text \"i\"");
-  require_error_at("login,jwb[0001-0002]i", 21, "text \"i\"");
-  require_error_at("a[1-2]b[1-2]c[1-2]-ib", 19, "text \"-ib\"");
-  require_error_at("n[1-2].x", 7, "text \".x\"");
-  require_error_at("[1-2]x", 6, "after the last ']'");
-  require_error_at("n[1-2]x[3-4]y", 13, "text \"y\"");
+  // Each of these is "Invalid hostlist" to `scontrol show hostnames` of Slurm 22.05.8: the
+  // expression, the column of the text, what the message quotes.
+  struct Refused {
+    const char* expr;
+    int column;
+    const char* text;
+  };
+  for (const Refused& r : {Refused{"n[1,2]x", 7, "\"x\""},
+                           {"n[1-2]-", 7, "\"-\""},
+                           {"n[1-2]1", 7, "\"1\""},
+                           {"bask-pg0309u[05-06]a", 20, "\"a\""},
+                           {"jwb[0001-0002]i,login", 15, "\"i\""},
+                           {"login,jwb[0001-0002]i", 21, "\"i\""},
+                           {"a[1-2]b[1-2]c[1-2]-ib", 19, "\"-ib\""},
+                           {"n[1-2].x", 7, "\".x\""},
+                           {"[1-2]x", 6, "\"x\""},
+                           {"n[1-2]x[3-4]y", 13, "\"y\""}}) {
+    require_error_at(r.expr, r.column, std::string("text ") + r.text + " after the last ']'");
+  }
   CHECK(expand_error("n[1,2]x").find("end the name with its brackets") != std::string::npos);
   // Text between groups, or before the first one, is fine, as it is to Slurm.
   CHECK(HostList::expand("n[1-2]x[3-4]") == Hosts{"n1x3", "n1x4", "n2x3", "n2x4"});
