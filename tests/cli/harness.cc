@@ -127,18 +127,34 @@ Run Sandbox::hpclaunch(const std::vector<std::string>& args) const {
   return spawn(argv, work(), env());
 }
 
+namespace {
+
+// Adds `dir`'s entries to `out`, recursing into directories but never through a link: a link is
+// recorded by its target, since it may dangle, loop or name a device.
+void add_entries(const fs::path& root, const fs::path& dir,
+                 std::map<std::string, std::string>& out) {
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const fs::path& p = entry.path();
+    const std::string rel = p.lexically_relative(root).string();
+    const fs::file_status status = fs::symlink_status(p);
+    if (fs::is_symlink(status)) {
+      out[rel] = "link:" + fs::read_symlink(p).string();
+    } else if (fs::is_directory(status)) {
+      out[rel] = "dir";
+      add_entries(root, p, out);
+    } else if (fs::is_regular_file(status)) {
+      out[rel] = "file:" + read_file(p);
+    } else {
+      out[rel] = "other";
+    }
+  }
+}
+
+}  // namespace
+
 std::map<std::string, std::string> Sandbox::snapshot() const {
   std::map<std::string, std::string> out;
-  for (auto it = fs::recursive_directory_iterator(root_); it != fs::recursive_directory_iterator();
-       ++it) {
-    std::string rel = fs::relative(it->path(), root_).string();
-    if (it->is_directory())
-      out[rel] = "dir";
-    else if (it->is_regular_file())
-      out[rel] = "file:" + read_file(it->path());
-    else
-      out[rel] = "other";
-  }
+  add_entries(root_, root_, out);
   return out;
 }
 
