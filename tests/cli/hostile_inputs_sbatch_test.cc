@@ -37,7 +37,7 @@ struct SbatchProbe {
     return controller && !up ? "the test cluster's controller does not answer scontrol ping" : "";
   }
 
-  Run run(const std::vector<std::string>& args) {
+  Run test_only(const std::vector<std::string>& args) {
     std::vector<std::string> argv = {sbatch, "--test-only"};
     argv.insert(argv.end(), args.begin(), args.end());
     return spawn(argv, sb.work(), env, std::chrono::seconds(30));
@@ -46,7 +46,7 @@ struct SbatchProbe {
   // The first line sbatch prints for these arguments. --test-only first: nothing is ever
   // submitted; the script comes from stdin, which is /dev/null.
   std::string first_line(const std::vector<std::string>& args) {
-    Run r = run(args);
+    Run r = test_only(args);
     std::string all = r.err + r.out;
     return all.substr(0, all.find('\n'));
   }
@@ -125,7 +125,7 @@ TEST_CASE("hostile inputs: sbatch takes an abbreviated #SBATCH option over the f
     return hpc::test::missing_prerequisite(why);
   probe.sb.write("work/job.sbatch",
                  "#!/bin/bash\n#SBATCH --time=1\n#SBATCH --partitio=no-such-partition\ntrue\n");
-  Run r = probe.run({"job.sbatch"});
+  Run r = probe.test_only({"job.sbatch"});
   INFO(r.describe());
   CHECK(r.status != 0);
   CHECK(r.err.find("Invalid partition") != std::string::npos);
