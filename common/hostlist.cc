@@ -1,10 +1,12 @@
 // Slurm host list expressions: expansion (parse + Cartesian product) and compression.
 //
-// Grammar, as Slurm 22.05's src/common/hostlist.c reads it, plus text after the last bracket
-// (Flux RFC 29):
+// Grammar, as Slurm 22.05's src/common/hostlist.c reads it:
 //   list   := item (',' item)*            empty items are skipped, as Slurm does
-//   item   := (text | '[' ranges ']')+    several groups form a Cartesian product, in Slurm's
-//                                         order (see "Order of a product" below)
+//   item   := text | (text? '[' ranges ']')+ | ...
+//             text and bracket groups in any order, but an item with a group ends with one:
+//             "n[1-2]x[3]" is fine, "n[1,2]x" and "n[1-2]-" are refused, as Slurm refuses
+//             them. Several groups form a Cartesian product, in Slurm's order (see "Order of a
+//             product" below)
 //   ranges := range (',' range)*
 //   range  := N | lo '-' hi               decimal digits only, lo <= hi
 // Zero padding: Slurm sets a range's width to the length of its low bound as written
@@ -24,8 +26,11 @@
 //               a[1-2]b[3-4]c[5-6]d[7-8] -> a1b3c5d7 a1b3c5d8 a2b3c5d7 a2b3c5d8 a1b4c5d7 ...
 //               a2b4c5d8 a1b3c6d7 ... a2b4c6d8
 // Checked against `scontrol show hostnames` of Slurm 22.05.8 on some 800 random items with 3,
-// 4 and 5 groups (lists, repeats, padding, no text between groups). With text after the last
-// bracket, which Slurm rejects, we order the groups as if that text were not there.
+// 4 and 5 groups (lists, repeats, padding, no text between groups).
+//
+// Where the two differ, we refuse and Slurm accepts, never the other way round: Slurm reads an
+// unclosed "x[1-2" as "x]", "x[1-]" as x1, "x[ 1]" as x01 and "a b" as two hosts; we name the
+// column instead (tests/cluster/hostlist_scontrol_test.cc pins both lists).
 //
 // Columns in error messages are 1-based byte offsets into the expression as given.
 
@@ -225,6 +230,16 @@ class ExpressionParser {
         segments.push_back(std::move(text));
         i = text_end;
       }
+    }
+    // Slurm 22.05 rejects text after an item's last bracket group ("n[1,2]x", "n[1-2]-"), so
+    // we do too: such a name would not reach the same hosts through scontrol, sbatch or srun.
+    const bool has_group = std::any_of(segments.begin(), segments.end(),
+                                       [](const Segment& s) { return s.is_group(); });
+    if (has_group && !segments.back().is_group()) {
+      const std::string_view tail = segments.back().text;
+      fail(static_cast<std::size_t>(tail.data() - expr_.data()),
+           "text \"" + printable(tail) + "\" after the last ']' (Slurm rejects it)",
+           "remove it: end the name with its brackets, e.g. node[01-02] or node[01-02]x[1]");
     }
     return segments;
   }

@@ -26,7 +26,8 @@ int signal_from_name(std::string name);
 int poll_timeout_ms(
     std::initializer_list<std::optional<std::chrono::steady_clock::time_point>> deadlines);
 
-// The whole file (a /proc entry, a small JSON file); "" when it cannot be read.
+// The whole file (a /proc entry, a small JSON file); "" when it cannot be read, is not a
+// regular file or is over 1 MiB (read_input_file).
 std::string read_small_file(const std::string& path);
 
 }  // namespace hpc

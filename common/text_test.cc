@@ -50,3 +50,28 @@ TEST_CASE("write_all writes everything, and says when the descriptor refused", "
   signal(SIGPIPE, previous);
   close(fds[1]);
 }
+
+TEST_CASE("plain numbers: one rule for flags, --set and files", "[text]") {
+  for (const char* ok : {"0", "7", "10", "-1", "9223372036854775807", "-9223372036854775808"})
+    CHECK(hpc::is_plain_whole_number(ok));
+  for (const char* bad :
+       {"", "-", "+2", " 2", "2 ", "\t2", "010", "00", "-01", "0x10", "1e3", "2.0", "1_000", "１"})
+    CHECK_FALSE(hpc::is_plain_whole_number(bad));
+  CHECK(hpc::parse_plain_whole_number("-42") == -42);
+  CHECK_FALSE(hpc::parse_plain_whole_number("9223372036854775808").has_value());
+  CHECK_FALSE(hpc::parse_plain_whole_number("010").has_value());
+
+  for (const char* ok : {"0", "0.5", "2", "2.25", "-1.5", "10.0"})
+    CHECK(hpc::is_plain_decimal_number(ok));
+  for (const char* bad : {".5", "5.", "00.5", "+1.5", "1e3", "inf", "nan", "0x1p3", "1. 5", ""})
+    CHECK_FALSE(hpc::is_plain_decimal_number(bad));
+  CHECK(hpc::parse_plain_decimal_number("0.25") == 0.25);
+
+  CHECK(hpc::plain_number_fix("010") ==
+        "write 10 (plain decimal digits: no '+', blanks, leading zeros, 0x or exponent)");
+  CHECK(hpc::plain_number_fix("+2").rfind("write 2 (", 0) == 0);
+  CHECK(hpc::plain_number_fix(" -02 ").rfind("write -2 (", 0) == 0);
+  CHECK(hpc::plain_number_fix("0x10") ==
+        "write a number in plain decimal digits (no '+', blanks, leading zeros, 0x or "
+        "exponent), e.g. 4");
+}

@@ -7,11 +7,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <set>
 
 #include "error.h"
 #include "posix_io.h"
 #include "render/shell.h"
+#include "spec/sbatch_long_options.h"
 #include "spec/spec.h"
 #include "text.h"
 
@@ -19,90 +19,6 @@ namespace hpc {
 namespace {
 
 // ---- #SBATCH parsing ------------------------------------------------------------------------
-
-// sbatch options that take a value in the next argument when written without '='. Options with
-// an optional value (--exclusive, --nice, --propagate, ...) take it only after '='.
-const std::set<std::string>& long_options_with_value() {
-  static const std::set<std::string> names = {"account",
-                                              "acctg-freq",
-                                              "array",
-                                              "batch",
-                                              "bb",
-                                              "bbf",
-                                              "begin",
-                                              "chdir",
-                                              "cluster-constraint",
-                                              "clusters",
-                                              "comment",
-                                              "constraint",
-                                              "container",
-                                              "core-spec",
-                                              "cores-per-socket",
-                                              "cpu-freq",
-                                              "cpus-per-gpu",
-                                              "cpus-per-task",
-                                              "deadline",
-                                              "delay-boot",
-                                              "dependency",
-                                              "distribution",
-                                              "error",
-                                              "exclude",
-                                              "export",
-                                              "export-file",
-                                              "extra-node-info",
-                                              "gid",
-                                              "gpu-bind",
-                                              "gpu-freq",
-                                              "gpus",
-                                              "gpus-per-node",
-                                              "gpus-per-socket",
-                                              "gpus-per-task",
-                                              "gres",
-                                              "gres-flags",
-                                              "hint",
-                                              "input",
-                                              "job-name",
-                                              "kill-on-invalid-dep",
-                                              "licenses",
-                                              "mail-type",
-                                              "mail-user",
-                                              "mcs-label",
-                                              "mem",
-                                              "mem-bind",
-                                              "mem-per-cpu",
-                                              "mem-per-gpu",
-                                              "mincpus",
-                                              "network",
-                                              "nodefile",
-                                              "nodelist",
-                                              "nodes",
-                                              "ntasks",
-                                              "ntasks-per-core",
-                                              "ntasks-per-gpu",
-                                              "ntasks-per-node",
-                                              "ntasks-per-socket",
-                                              "open-mode",
-                                              "output",
-                                              "partition",
-                                              "power",
-                                              "priority",
-                                              "profile",
-                                              "qos",
-                                              "reservation",
-                                              "signal",
-                                              "sockets-per-node",
-                                              "switches",
-                                              "thread-spec",
-                                              "threads-per-core",
-                                              "time",
-                                              "time-min",
-                                              "tmp",
-                                              "uid",
-                                              "wait-all-nodes",
-                                              "wckey",
-                                              "wrap"};
-  return names;
-}
 
 // sbatch's short options that take a value ("A:B:c:C:d:D:e:F:G:i:J:L:m:M:n:N:o:p:q:S:t:w:x:").
 bool short_option_takes_value(char c) {
@@ -187,9 +103,16 @@ SbatchOptions parse_sbatch_options(const std::string& script, const std::string&
     if (a.rfind("--", 0) == 0 && a.size() > 2) {
       auto eq = a.find('=');
       name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+      // As sbatch reads it: "--tim=5" is --time, "--tasks-per-node" --ntasks-per-node.
+      const SbatchOptionMatch m = resolve_sbatch_long_option(name);
+      if (m.kind == SbatchOptionMatch::Ambiguous) {
+        throw UserError(where(line), "#SBATCH --" + name + " is ambiguous to sbatch",
+                        "write the option's full name");
+      }
+      if (m.option) name = m.option->canonical;
       if (eq != std::string::npos) {
         value = a.substr(eq + 1);
-      } else if (long_options_with_value().count(name)) {
+      } else if (m.option && m.option->argument == SbatchOptionValue::Required) {
         if (k + 1 >= args.size())
           throw UserError(where(line), "#SBATCH --" + name + " needs a value",
                           "write --" + name + "=VALUE");

@@ -31,12 +31,13 @@ void flatten(const json& j, const std::string& path, std::map<std::string, json>
 
 }  // namespace
 
-json resolved_cluster_profile(const Catalog& catalog, const std::string& name) {
+json resolved_cluster_profile(const Catalog& catalog, const std::string& name,
+                              const std::string& where) {
   json doc = json::object();
   std::map<std::string, std::string> sources;
   for (const auto& [layer, origin] : catalog.defaults())
     if (layer.contains("profile")) merge_layer(doc, layer["profile"], origin, sources);
-  LoadedPreset p = catalog.load(PresetKind::Cluster, name);
+  LoadedPreset p = catalog.load(PresetKind::Cluster, name, where);
   merge_layer(doc, p.content, name, sources);
   return doc;
 }

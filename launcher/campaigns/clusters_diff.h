@@ -14,6 +14,8 @@ namespace hpc {
 // "(unset)"), the tuning record summarised in one line. Empty: no differences.
 std::vector<std::string> diff_cluster_profiles(const nlohmann::json& a, const nlohmann::json& b);
 // The resolved profile content of a cluster (the defaults' profile block, then the file chain).
-nlohmann::json resolved_cluster_profile(const Catalog& catalog, const std::string& name);
+// `where` names what gave the name in messages (Catalog::load).
+nlohmann::json resolved_cluster_profile(const Catalog& catalog, const std::string& name,
+                                        const std::string& where = "");
 
 }  // namespace hpc

@@ -15,6 +15,7 @@
 
 #include "atomic_file.h"
 #include "error.h"
+#include "input_file.h"
 #include "json_file.h"
 #include "render/shell.h"
 #include "subprocess.h"
@@ -525,10 +526,11 @@ int report_sweep_dir(const fs::path& dir) {
   if (!fs::is_directory(dir, ec))
     throw UserError(dir.string(), "no such sweep directory",
                     "pass the --out directory of hpclaunch sweep");
-  if (!fs::is_regular_file(csv, ec))
+  if (!input_path_present(csv))
     throw UserError(csv.string(), "no results.csv here",
                     "run hpclaunch sweep --out " + dir.string() + " first");
-  auto rows = parse_results_csv(read_text_file(csv, "results file"), csv.string());
+  auto rows =
+      parse_results_csv(read_input_file(csv, "results file", kMaxResultsFileBytes), csv.string());
   compute_scaling(rows);
   StagedOutput csv_out(csv, results_csv(rows));  // checked and staged before anything is written
   check_report_outputs(dir, rows);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <csignal>
 #include <ctime>
 #include <iostream>
@@ -23,6 +24,7 @@
 #include "cli/version.h"
 #include "error.h"
 #include "follow/follow.h"
+#include "input_file.h"
 #include "json_file.h"
 #include "render/render.h"
 #include "render/shell.h"
@@ -284,14 +286,7 @@ std::vector<Point> sweep_points(const SweepConfig& config, const Catalog& catalo
 // The points of an earlier run of the sweep (sweep.json), by "preset/strategy".
 std::map<std::string, json> read_previous_points(const fs::path& state_file) {
   std::map<std::string, json> previous;
-  std::error_code ec;
-  auto type = fs::symlink_status(state_file, ec).type();
-  if (ec || type == fs::file_type::not_found) return previous;
-  // A FIFO would block the read, a link would let the sweep state live elsewhere.
-  if (type != fs::file_type::regular) {
-    throw UserError(state_file.string(), "is not a regular file",
-                    "remove it (hpclaunch sweep writes it), or choose another --out");
-  }
+  if (!input_path_present(state_file)) return previous;
   json s = read_json_file(state_file);
   if (!s.is_object() || !s.contains("points") || !s["points"].is_array()) {
     throw UserError(state_file.string(), "not a sweep state file (no \"points\" list)",
@@ -389,11 +384,17 @@ SweepConfig read_sweep_file(const fs::path& path, SweepConfig c) {
       throw UserError(file + ": " + key, "expected a string, found " + v.dump(), "quote the value");
     return v.get<std::string>();
   };
+  // Whole numbers that fit an int: 2^64-1 is not read as -1, nor 2^32+1 as 1.
   auto integer = [&](const std::string& key, const json& v) {
     if (!v.is_number_integer())
       throw UserError(file + ": " + key, "expected an integer, found " + v.dump(),
                       "write a whole number");
-    return v.get<long>();
+    const bool fits = v.is_number_unsigned()
+                          ? v.get<unsigned long long>() <= INT_MAX
+                          : v.get<long long>() >= INT_MIN && v.get<long long>() <= INT_MAX;
+    if (!fits)
+      throw UserError(file + ": " + key, v.dump() + " is out of range", "write a smaller number");
+    return v.get<int>();
   };
   for (const auto& [key, v] : j.items()) {
     if (key == "presets")

@@ -11,6 +11,7 @@
 #include "campaigns/plot.h"
 #include "campaigns/sweep.h"
 #include "error.h"
+#include "input_file.h"
 #include "json_file.h"
 #include "support/scripted_backend.h"
 
@@ -237,7 +238,7 @@ TEST_CASE("a sweep keeps failed and never-started points as rows, and resumes on
   CHECK(run_sweep(c, choice, {"hpclaunch", "sweep"}, &backend) == 1);
   CHECK(backend.submitted.size() == 3);
   CHECK(backend.cancelled.size() == 1);  // the one that never started
-  auto rows = parse_results_csv(read_text_file(dir / "sw/results.csv"), "results.csv");
+  auto rows = parse_results_csv(read_input_file(dir / "sw/results.csv"), "results.csv");
   REQUIRE(rows.size() == 3);
   CHECK(rows[0].state == "COMPLETED");
   CHECK(*rows[0].tokens_per_s == Approx(500));  // the first step is warm-up
@@ -248,7 +249,7 @@ TEST_CASE("a sweep keeps failed and never-started points as rows, and resumes on
   CHECK(rows[2].message.find("did not start within 1 s (last state PENDING, reason Resources)") !=
         std::string::npos);
   CHECK(fs::exists(dir / "sw/summary.md"));
-  CHECK(read_text_file(dir / "sw/summary.md").find("Points without a measurement") !=
+  CHECK(read_input_file(dir / "sw/summary.md").find("Points without a measurement") !=
         std::string::npos);
 
   // Again: the completed point stays; the failed and the never-started ones are submitted again.
@@ -256,7 +257,7 @@ TEST_CASE("a sweep keeps failed and never-started points as rows, and resumes on
   again.on_name("-1n", completed());
   CHECK(run_sweep(c, choice, {"hpclaunch", "sweep"}, &again) == 0);
   CHECK(again.submitted.size() == 2);
-  rows = parse_results_csv(read_text_file(dir / "sw/results.csv"), "results.csv");
+  rows = parse_results_csv(read_input_file(dir / "sw/results.csv"), "results.csv");
   CHECK(rows[0].job_id == "100");
   CHECK(rows[1].job_id == "200");
   CHECK(rows[2].state == "COMPLETED");
@@ -286,7 +287,7 @@ TEST_CASE("a preempted point is watched for a requeue: requeued, it is measured,
   backend.on_name("-1n1g-", preempted_then_requeued()).on_name("-1n2g-", preempted());
   CHECK(run_sweep(c, choice, {"hpclaunch", "sweep"}, &backend) == 1);
   CHECK(backend.submitted.size() == 2);  // the requeue is Slurm's: nothing submitted again
-  auto rows = parse_results_csv(read_text_file(dir / "sw/results.csv"), "results.csv");
+  auto rows = parse_results_csv(read_input_file(dir / "sw/results.csv"), "results.csv");
   REQUIRE(rows.size() == 2);
   CHECK(rows[0].state == "COMPLETED");
   CHECK(rows[0].job_id == "300");

@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 
 #include "error.h"
+#include "input_file.h"
 #include "json_file.h"
 #include "render/shell.h"
 #include "spec/suggest.h"
@@ -31,7 +32,7 @@ TuneValue grid_value(const json& v, const std::string& where) {
       throw UserError(where, "contains a newline or control character", "remove it");
     return s;
   }
-  if (v.is_number_integer()) return std::to_string(v.get<long long>());
+  if (v.is_number_integer()) return v.dump();  // 18446744073709551615 stays itself
   throw UserError(where, "expected a string, an integer or null, got " + v.dump(),
                   "write the value in quotes, e.g. \"Ring\" (null: leave the variable unset)");
 }
@@ -131,8 +132,7 @@ TuneGrid parse_tune_grid(const json& j, const std::string& origin) {
 }
 
 TuneGrid read_tune_grid(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) {
+  if (!input_path_present(path)) {
     throw UserError(path.string(), "no such grid file", "check the path given to --grid");
   }
   return parse_tune_grid(read_json_file(path), path.string());

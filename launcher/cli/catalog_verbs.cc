@@ -28,9 +28,17 @@ std::string str_or(const json& c, const char* key) {
   return c[key].dump();
 }
 
+// The names to list; a file in a preset folder that cannot be one is named on stderr, once.
+std::vector<std::string> listed_names(const Catalog& catalog, PresetKind kind) {
+  std::vector<std::string> skipped;
+  auto names = catalog.names(kind, &skipped);
+  for (const auto& line : skipped) std::cerr << "hpclaunch: warning: " << line << "\n";
+  return names;
+}
+
 int list_presets(const Catalog& catalog, bool as_json) {
   json all = json::array();
-  for (const auto& name : catalog.names(PresetKind::Shape)) {
+  for (const auto& name : listed_names(catalog, PresetKind::Shape)) {
     LoadedPreset p = catalog.load(PresetKind::Shape, name);
     const json& c = p.content;
     int nodes = int_or(c, "nodes", 0), gpn = int_or(c, "gpus_per_node", 0);
@@ -63,7 +71,7 @@ int list_presets(const Catalog& catalog, bool as_json) {
 
 int list_clusters(const Catalog& catalog, bool as_json) {
   json all = json::array();
-  for (const auto& name : catalog.names(PresetKind::Cluster)) {
+  for (const auto& name : listed_names(catalog, PresetKind::Cluster)) {
     LoadedPreset p = catalog.load(PresetKind::Cluster, name);
     const json& c = p.content;
     all.push_back({{"name", name},
@@ -90,7 +98,8 @@ int list_clusters(const Catalog& catalog, bool as_json) {
 }
 
 int show_preset(const Catalog& catalog, PresetKind kind, const std::string& name, bool as_json) {
-  LoadedPreset p = catalog.load(kind, name);
+  LoadedPreset p =
+      catalog.load(kind, name, kind == PresetKind::Shape ? "presets show" : "clusters show");
   if (as_json) {
     std::cout << json{{"name", name}, {"content", p.content}, {"files", p.files}}.dump(2) << "\n";
     return 0;
@@ -146,8 +155,9 @@ VerbHandler define_clusters(CLI::App* verb) {
     Catalog catalog = Catalog::from_environment();
     if (f->show->parsed()) return show_preset(catalog, PresetKind::Cluster, f->name, f->as_json);
     if (f->diff->parsed()) {
-      auto lines = diff_cluster_profiles(resolved_cluster_profile(catalog, f->diff_a),
-                                         resolved_cluster_profile(catalog, f->diff_b));
+      auto lines =
+          diff_cluster_profiles(resolved_cluster_profile(catalog, f->diff_a, "clusters diff A"),
+                                resolved_cluster_profile(catalog, f->diff_b, "clusters diff B"));
       std::cout << "clusters diff " << f->diff_a << " " << f->diff_b << " (resolved values, "
                 << f->diff_a << " -> " << f->diff_b << "):\n";
       if (lines.empty()) std::cout << "  no differences\n";

@@ -170,6 +170,7 @@ int dispatch(const std::vector<std::string>& raw_args) {
     handlers.emplace_back(sub, v.define(sub));
     refuse_empty_values(sub);
   }
+  require_plain_numbers(&app);
   if (int status = parse(app, args); status >= 0) return status;
 
   size_t chosen = 0;

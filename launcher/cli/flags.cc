@@ -5,11 +5,36 @@
 
 #include "cli/version.h"
 #include "render/render.h"
+#include "render/shell.h"
 #include "spec/catalog.h"
+#include "text.h"
 
 namespace fs = std::filesystem;
 
 namespace hpc {
+
+void require_plain_numbers(CLI::App* app) {
+  // CLI11 reads numbers with strtoll(base 0): "010" is 8, "0x10" 16, " 2" and "+2" are 2.
+  static const CLI::Validator whole(
+      [](std::string& text) -> std::string {
+        if (is_plain_whole_number(text)) return "";
+        return "\"" + comment_text(text) + "\" is not a whole number; " + plain_number_fix(text);
+      },
+      "", "plain whole number");
+  static const CLI::Validator decimal(
+      [](std::string& text) -> std::string {
+        if (is_plain_decimal_number(text)) return "";
+        return "\"" + comment_text(text) + "\" is not a number; " + plain_number_fix(text);
+      },
+      "", "plain decimal number");
+  for (CLI::Option* option : app->get_options()) {
+    const std::string type = option->get_type_name();
+    if (type == "INT" || type == "UINT") option->check(whole);
+    if (type == "FLOAT") option->check(decimal);
+  }
+  for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; }))
+    require_plain_numbers(sub);
+}
 
 void SelectionFlags::add_to(CLI::App* app) {
   app->add_option("--preset,-p", preset, "shape preset (hpclaunch presets list)");

@@ -15,6 +15,10 @@ class App;
 
 namespace hpc {
 
+// Every number flag of `app` and its subcommands (INT, UINT, FLOAT) refuses what breaks the
+// plain-number rule (text.h: "+2", " 2", "010", "0x10", "1e3"), as --set and JSON files do.
+void require_plain_numbers(CLI::App* app);
+
 // Flags shared by render, validate, run and submit: what to resolve.
 struct SelectionFlags {
   std::string preset, cluster, strategy, project, template_file;

@@ -13,6 +13,7 @@
 #include "cli/flags.h"
 #include "cli/verbs.h"
 #include "error.h"
+#include "input_file.h"
 #include "json_file.h"
 #include "render/shell.h"
 #include "subprocess.h"
@@ -154,12 +155,9 @@ struct ValidateFlags {
 
 int run_validate(const ValidateFlags& f, const Invocation& in) {
   if (!f.script_file.empty()) {
-    std::error_code ec;
-    if (!fs::is_regular_file(f.script_file, ec)) {
-      throw UserError(f.script_file, "no such script file", "check the path");
-    }
-    auto checks = check_script(f.script_file, read_text_file(f.script_file, "script"), nullptr,
-                               f.script_file);
+    // Read first: a FIFO, a directory or a dangling link is named as such.
+    auto checks = check_script(f.script_file, read_input_file(f.script_file, "script file"),
+                               nullptr, f.script_file);
     std::cout << "ok: " << f.script_file;
     for (const auto& c : checks) std::cout << ", " << c;
     std::cout << "\n";

@@ -3,6 +3,7 @@
 #include <kainjow/mustache.hpp>
 
 #include "error.h"
+#include "input_file.h"
 #include "json_file.h"
 #include "render/shell.h"
 #include "spec/suggest.h"
@@ -276,7 +277,7 @@ std::vector<std::string> sbatch_directives(const Spec& spec) {
 }
 
 ScriptTemplate ScriptTemplate::from_file(const std::filesystem::path& path) {
-  return from_text(read_text_file(path, "template"), path.string());
+  return from_text(read_input_file(path, "template"), path.string());
 }
 
 ScriptTemplate ScriptTemplate::from_text(std::string text, std::string origin) {

@@ -8,7 +8,9 @@
 #include <set>
 
 #include "error.h"
+#include "input_file.h"
 #include "json_file.h"
+#include "render/shell.h"
 #include "spec/schema.h"
 #include "spec/suggest.h"
 
@@ -41,6 +43,28 @@ bool is_file(const fs::path& p) {
   return fs::is_regular_file(p, ec);
 }
 
+bool valid_preset_name(const std::string& name) {
+  bool ok = !name.empty() && name.size() <= 128 && name[0] != '.';
+  for (unsigned char c : name)
+    ok = ok && (std::isalnum(c) || c == '.' || c == '_' || c == '+' || c == '-');
+  return ok;
+}
+
+// Why a directory entry of shapes/ or clusters/ is not listed; "" when it is a preset.
+std::string listing_problem(PresetKind kind, const fs::path& p) {
+  if (p.extension() != ".json") return "not a .json file";
+  if (!valid_preset_name(p.stem().string())) {
+    return std::string("not a valid ") + kind_noun(kind) +
+           " name; rename it: letters, digits, '.', '_', '+' and '-'";
+  }
+  std::error_code ec;
+  auto status = fs::status(p, ec);
+  if (fs::is_regular_file(status)) return "";
+  if (ec || !fs::exists(status)) return "a dangling or looping symbolic link; fix or remove it";
+  if (fs::is_directory(status)) return "a directory, not a file; rename or remove it";
+  return "not a regular file; replace or remove it";
+}
+
 // How a file is named in messages and sources: built-in files relative to the data directory
 // ("presets/clusters/jsc.json", the same on every machine), user files by their full path.
 std::string display_name(const SearchDir& dir, const fs::path& file) {
@@ -61,10 +85,7 @@ const char* kind_noun(PresetKind kind) {
 }
 
 void check_preset_name(PresetKind kind, const std::string& name, const std::string& where) {
-  bool ok = !name.empty() && name.size() <= 128 && name[0] != '.';
-  for (unsigned char c : name)
-    ok = ok && (std::isalnum(c) || c == '.' || c == '_' || c == '+' || c == '-');
-  if (!ok) {
+  if (!valid_preset_name(name)) {
     throw UserError(where,
                     std::string("\"") + name + "\" is not a valid " + kind_noun(kind) + " name",
                     "use letters, digits, '.', '_', '+' and '-' (it names a file)");
@@ -95,13 +116,29 @@ void merge_layer(nlohmann::json& base, const nlohmann::json& layer, const std::s
 Catalog::Catalog(std::vector<SearchDir> dirs) : dirs_(std::move(dirs)) {}
 
 fs::path Catalog::builtin_data_dir() {
-  if (const char* env = std::getenv("HPCLAUNCH_DATA_DIR"); env && *env) return env;
+  if (const char* env = std::getenv("HPCLAUNCH_DATA_DIR"); env && *env) {
+    // Set but wrong is a mistake to report, not a reason to run without presets.
+    if (!input_path_present(fs::path(env) / "presets" / "defaults.json")) {
+      throw UserError(std::string("HPCLAUNCH_DATA_DIR=") + env,
+                      "not a hpclaunch data directory (no presets/defaults.json there)",
+                      "set it to the folder that holds presets/ and templates/, or unset it");
+    }
+    return env;
+  }
   fs::path exe = executable_path();
   if (!exe.empty()) {
     fs::path installed = exe.parent_path().parent_path() / HPC_DATA_SUBDIR;
     if (is_file(installed / "presets" / "defaults.json")) return installed;
   }
-  return HPC_SOURCE_DIR;
+  fs::path source = HPC_SOURCE_DIR;
+  if (!input_path_present(source / "presets" / "defaults.json")) {
+    throw UserError("",
+                    "hpclaunch finds no data directory (presets/defaults.json) beside " +
+                        std::string(exe.empty() ? "its binary" : exe.string()) + " or in " +
+                        (source.empty() ? "its source tree" : source.string()),
+                    "set HPCLAUNCH_DATA_DIR to the folder that holds presets/ and templates/");
+  }
+  return source;
 }
 
 std::optional<fs::path> Catalog::user_dir() {
@@ -135,24 +172,30 @@ Catalog Catalog::from_environment() {
   return Catalog(std::move(dirs));
 }
 
-std::vector<std::string> Catalog::names(PresetKind kind) const {
+std::vector<std::string> Catalog::names(PresetKind kind, std::vector<std::string>* skipped) const {
   std::set<std::string> names;
   for (const auto& dir : dirs_) {
     std::error_code ec;
     fs::directory_iterator it(dir.presets / kind_subdir(kind), ec), end;
     for (; !ec && it != end; it.increment(ec)) {
       const fs::path& p = it->path();
-      if (p.extension() != ".json" || !is_file(p)) continue;
-      std::string stem = p.stem().string();
-      if (!stem.empty() && stem[0] != '.') names.insert(stem);
+      if (p.filename().string()[0] == '.') continue;  // editors' backups, hidden on purpose
+      std::string problem = listing_problem(kind, p);
+      if (problem.empty())
+        names.insert(p.stem().string());
+      else if (skipped)
+        skipped->push_back(comment_text(display_name(dir, p)) + ": skipped: " + problem);
     }
   }
+  if (skipped) std::sort(skipped->begin(), skipped->end());
   return {names.begin(), names.end()};
 }
 
 std::optional<size_t> Catalog::find(PresetKind kind, const std::string& name, size_t below) const {
+  // Anything at the path counts (a folder, a dangling link): loading it says what is wrong,
+  // rather than falling through to a lower-priority file of the same name.
   for (size_t i = std::min(below, dirs_.size()); i-- > 0;)
-    if (is_file(kind_file(dirs_[i], kind, name))) return i;
+    if (input_path_present(kind_file(dirs_[i], kind, name))) return i;
   return std::nullopt;
 }
 
@@ -164,14 +207,6 @@ void Catalog::load_into(PresetKind kind, const std::string& name, size_t below, 
                         std::vector<std::string>& chain) const {
   auto index = find(kind, name, below);
   if (!index) {
-    for (size_t i = std::min(below, dirs_.size()); i-- > 0;) {
-      fs::path p = kind_file(dirs_[i], kind, name);
-      std::error_code ec;
-      if (fs::exists(p, ec)) {
-        throw UserError(display_name(dirs_[i], p), "is not a regular JSON file (a directory?)",
-                        "replace it with a file or remove it");
-      }
-    }
     throw UserError("", std::string("no ") + kind_noun(kind) + " named \"" + name + "\"",
                     suggest_fix(name, names(kind), kind_plural(kind)) +
                         (kind == PresetKind::Shape ? " (hpclaunch presets list)"
@@ -188,7 +223,8 @@ void Catalog::load_into(PresetKind kind, const std::string& name, size_t below, 
     }
   }
   chain.push_back(shown);
-  nlohmann::json content = read_json_file(file);  // parse errors name the full path
+  // Parse errors name the full path; a folder, FIFO or dangling link is refused by name.
+  nlohmann::json content = read_json_file(file);
   check_json(content, kind == PresetKind::Shape ? shape_file_schema() : cluster_file_schema(),
              shown);
   if (content.contains("extends") && content["extends"].is_string()) {
@@ -216,9 +252,12 @@ void Catalog::load_into(PresetKind kind, const std::string& name, size_t below, 
   out.files.push_back(shown);
 }
 
-LoadedPreset Catalog::load(PresetKind kind, const std::string& name) const {
+LoadedPreset Catalog::load(PresetKind kind, const std::string& name,
+                           const std::string& where) const {
   check_preset_name(kind, name,
-                    std::string("--") + (kind == PresetKind::Shape ? "preset" : "cluster"));
+                    !where.empty()
+                        ? where
+                        : std::string("--") + (kind == PresetKind::Shape ? "preset" : "cluster"));
   LoadedPreset out;
   out.name = name;
   out.content = nlohmann::json::object();
@@ -231,7 +270,7 @@ std::vector<std::pair<nlohmann::json, std::string>> Catalog::defaults() const {
   std::vector<std::pair<nlohmann::json, std::string>> layers;
   for (const auto& dir : dirs_) {
     fs::path file = dir.presets / "defaults.json";
-    if (!is_file(file)) continue;
+    if (!input_path_present(file)) continue;  // a folder or a dangling link is reported
     nlohmann::json content = read_json_file(file);
     std::string shown = display_name(dir, file);
     check_json(content, spec_schema(), shown);
@@ -243,7 +282,7 @@ std::vector<std::pair<nlohmann::json, std::string>> Catalog::defaults() const {
 fs::path Catalog::default_template() const {
   for (size_t i = dirs_.size(); i-- > 0;) {
     fs::path t = dirs_[i].templates / "sbatch.sh.mustache";
-    if (is_file(t)) return t;
+    if (input_path_present(t)) return t;  // reading it refuses a folder or a dangling link
   }
   return dirs_.empty() ? fs::path("templates/sbatch.sh.mustache")
                        : dirs_.front().templates / "sbatch.sh.mustache";

@@ -40,7 +40,8 @@ class Catalog {
   explicit Catalog(std::vector<SearchDir> dirs);
 
   // The built-in data directory: $HPCLAUNCH_DATA_DIR, else <exe>/../share/hpclaunch when it
-  // exists (installed), else the source tree this binary was built from.
+  // exists (installed), else the source tree this binary was built from. Throws UserError when
+  // HPCLAUNCH_DATA_DIR names no data directory, or when none is found.
   static std::filesystem::path builtin_data_dir();
   // Built-in dir plus the user's directories, from the environment.
   static Catalog from_environment();
@@ -48,10 +49,15 @@ class Catalog {
   // neither variable is set.
   static std::optional<std::filesystem::path> user_dir();
 
-  std::vector<std::string> names(PresetKind kind) const;  // sorted, union of all dirs
+  // Sorted, the union of all dirs. Entries that cannot be a preset (not NAME.json, a name that
+  // is not valid, a folder, a FIFO, a dangling link) are left out; `skipped`, when given, gets
+  // one line for each ("FILE: skipped: why; what to do"). Hidden entries (".x") are ignored.
+  std::vector<std::string> names(PresetKind kind,
+                                 std::vector<std::string>* skipped = nullptr) const;
   bool has(PresetKind kind, const std::string& name) const;
   // Throws UserError for unknown names (with a did-you-mean), bad files, `extends` cycles.
-  LoadedPreset load(PresetKind kind, const std::string& name) const;
+  // `where` names what gave the name in messages: "--preset" / "--cluster" when empty.
+  LoadedPreset load(PresetKind kind, const std::string& name, const std::string& where = "") const;
   // defaults.json of every directory that has one, lowest priority first: (content, file).
   std::vector<std::pair<nlohmann::json, std::string>> defaults() const;
   // The template that wins: a user's templates/sbatch.sh.mustache or the built-in one.

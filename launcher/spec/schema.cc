@@ -1,11 +1,10 @@
 #include "spec/schema.h"
 
-#include <cerrno>
-#include <cstdlib>
-
 #include "error.h"
 #include "json_file.h"
+#include "render/shell.h"
 #include "spec/suggest.h"
+#include "text.h"
 
 namespace hpc {
 namespace {
@@ -144,13 +143,12 @@ nlohmann::json parse_set_value(const std::string& text, const SchemaNode& node,
     case SchemaType::StringOrInteger:
       return text;
     case SchemaType::Integer: {
-      errno = 0;
-      char* end = nullptr;
-      long long v = std::strtoll(text.c_str(), &end, 10);
-      if (text.empty() || *end != '\0' || errno == ERANGE)
-        throw UserError(where, "expected an integer, got \"" + text + "\"",
-                        "write a whole number, e.g. 4");
-      return v;
+      // The same rule as the flags' numbers and JSON's: "+2", " 2", "2 " and "010" are refused.
+      if (auto v = parse_plain_whole_number(text)) return *v;
+      if (is_plain_whole_number(text))
+        throw UserError(where, text + " is out of range", "write a smaller number");
+      throw UserError(where, "expected an integer, got \"" + comment_text(text) + "\"",
+                      plain_number_fix(text));
     }
     case SchemaType::Boolean:
       if (text == "true" || text == "yes" || text == "1") return true;

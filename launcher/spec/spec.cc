@@ -2,11 +2,14 @@
 
 #include <cctype>
 #include <regex>
+#include <set>
 
 #include "error.h"
+#include "input_file.h"
 #include "json_file.h"
 #include "render/shell.h"
 #include "sha256.h"
+#include "spec/sbatch_long_options.h"
 #include "spec/schema.h"
 #include "spec/slurm_time.h"
 #include "spec/suggest.h"
@@ -62,7 +65,7 @@ class SpecReader {
   std::string string(const std::string& path) const {
     const json* v = find(path);
     if (!v) return "";
-    if (v->is_number_integer()) return std::to_string(v->get<long long>());
+    if (v->is_number_integer()) return v->dump();  // 18446744073709551615 stays itself
     return v->get<std::string>();
   }
 
@@ -82,12 +85,15 @@ class SpecReader {
     if (!v) {
       throw UserError(path, "is not set", fix);
     }
-    long long x = v->get<long long>();
-    if (x < min || x > max) {
+    // Above LLONG_MAX only as an unsigned number: compared as one, shown as written.
+    const bool above = v->is_number_unsigned() &&
+                       v->get<unsigned long long>() > static_cast<unsigned long long>(max);
+    const long long x = above ? max : v->get<long long>();
+    if (above || x < min || x > max) {
       std::string range = max >= (1LL << 40)
                               ? "at least " + std::to_string(min)
                               : "between " + std::to_string(min) + " and " + std::to_string(max);
-      throw UserError(where(path), std::to_string(x) + " is out of range (" + range + ")", fix);
+      throw UserError(where(path), v->dump() + " is out of range (" + range + ")", fix);
     }
     return static_cast<int>(x);
   }
@@ -114,15 +120,71 @@ bool matches_charset(const std::string& s, const char* extra) {
 }
 
 // Options the spec itself renders; setting them again through sbatch_extra would contradict it.
-const std::vector<std::string>& managed_sbatch_options() {
-  static const std::vector<std::string> opts = {
+// Compared with the option an entry resolves to (sbatch_long_options.h), never with its text.
+bool is_managed_sbatch_option(const std::string& canonical) {
+  static const std::set<std::string> opts = {
       "job-name",      "nodes",         "ntasks",       "ntasks-per-node", "cpus-per-task",
       "gpus-per-node", "gres",          "time",         "partition",       "account",
       "qos",           "constraint",    "reservation",  "output",          "error",
       "signal",        "requeue",       "open-mode",    "chdir",           "mem-per-gpu",
-      "gpus",          "gpus-per-task", "cpus-per-gpu", "ntasks-per-gpu",  "no-requeue",
-      "hold",          "wrap"};
-  return opts;
+      "gpus",          "gpus-per-task", "cpus-per-gpu", "ntasks-per-gpu",  "no-requeue"};
+  return opts.count(canonical) > 0;
+}
+
+// Options of the sbatch call itself: in a script they would change how sbatch answers hpclaunch
+// (--wait blocks, --test-only submits nothing, --version and --help print and exit, --parsable
+// and --hold are hpclaunch's own, --wrap replaces the script).
+bool is_sbatch_call_option(const std::string& canonical) {
+  static const std::set<std::string> opts = {"hold",      "wrap", "parsable", "wait",
+                                             "test-only", "help", "usage",    "version"};
+  return opts.count(canonical) > 0;
+}
+
+// One profile.sbatch_extra entry, "--option" or "--option=value", resolved as sbatch resolves
+// it: an exact name, a second name or a unique prefix. Names sbatch 22.05 does not know pass
+// (newer Slurm has more options; sbatch itself refuses a misspelling at submit).
+void check_sbatch_extra_entry(const SpecReader& r, const std::string& opt) {
+  const std::string where = r.where("profile.sbatch_extra");
+  const size_t eq = opt.find('=');
+  const std::string name = opt.substr(0, eq);
+  if (name.size() < 3 || name.rfind("--", 0) != 0 || !matches_charset(name.substr(2), "-")) {
+    throw UserError(where, "\"" + comment_text(opt) + "\" is not a long sbatch option",
+                    "write it as \"--option=value\" or \"--flag\"");
+  }
+  if (has_control_chars(opt)) {
+    throw UserError(where, "\"" + comment_text(opt) + "\" contains a control character",
+                    "#SBATCH directives are single lines; remove it");
+  }
+  const SbatchOptionMatch m = resolve_sbatch_long_option(name.substr(2));
+  if (m.kind == SbatchOptionMatch::Ambiguous) {
+    std::string all;
+    for (const auto& c : m.candidates) all += (all.empty() ? "--" : ", --") + c;
+    throw UserError(where, name + " is ambiguous to sbatch (it could be " + all + ")",
+                    "write the option's full name");
+  }
+  if (m.kind == SbatchOptionMatch::Unknown) return;
+  const std::string& canonical = m.option->canonical;
+  const std::string said =
+      name == "--" + canonical ? name : name + " (sbatch reads it as --" + canonical + ")";
+  if (is_managed_sbatch_option(canonical)) {
+    throw UserError(where, said + " is rendered from the spec",
+                    "set it through the spec's own key instead (see docs/presets.md)");
+  }
+  if (is_sbatch_call_option(canonical)) {
+    throw UserError(where, said + " belongs to hpclaunch's own sbatch call",
+                    "remove it: in a script it would change how sbatch answers hpclaunch");
+  }
+  if (canonical == "mem" && !r.string("shape.mem_per_gpu").empty()) {
+    throw UserError(where, said + " contradicts shape.mem_per_gpu",
+                    "use one of them: --set shape.mem_per_gpu=null to keep --mem");
+  }
+  if (m.option->argument == SbatchOptionValue::Required && eq == std::string::npos) {
+    // sbatch would take the next directive's text as this option's value.
+    throw UserError(where, name + " needs a value", "write it as \"" + name + "=VALUE\"");
+  }
+  if (m.option->argument == SbatchOptionValue::None && eq != std::string::npos) {
+    throw UserError(where, name + " takes no value", "write it as \"" + name + "\" alone");
+  }
 }
 
 std::vector<EnvVar> read_env_vars(const SpecReader& r, const json* block, const std::string& path,
@@ -208,29 +270,7 @@ void read_profile(const SpecReader& r, const json& doc, ClusterProfile& p) {
     }
   }
   p.sbatch_extra = r.strings("profile.sbatch_extra");
-  for (const auto& opt : p.sbatch_extra) {
-    std::string name = opt.substr(0, opt.find('='));
-    if (name.size() < 3 || name.rfind("--", 0) != 0 || !matches_charset(name.substr(2), "-")) {
-      throw UserError(r.where("profile.sbatch_extra"),
-                      "\"" + comment_text(opt) + "\" is not a long sbatch option",
-                      "write it as \"--option=value\" or \"--flag\"");
-    }
-    for (const auto& managed : managed_sbatch_options()) {
-      if (name == "--" + managed) {
-        throw UserError(r.where("profile.sbatch_extra"), name + " is rendered from the spec",
-                        "set it through the spec's own key instead (see docs/presets.md)");
-      }
-    }
-    if (name == "--mem" && !r.string("shape.mem_per_gpu").empty()) {
-      throw UserError(r.where("profile.sbatch_extra"), "--mem contradicts shape.mem_per_gpu",
-                      "use one of them: --set shape.mem_per_gpu=null to keep --mem");
-    }
-    if (has_control_chars(opt)) {
-      throw UserError(r.where("profile.sbatch_extra"),
-                      "\"" + comment_text(opt) + "\" contains a control character",
-                      "#SBATCH directives are single lines; remove it");
-    }
-  }
+  for (const auto& opt : p.sbatch_extra) check_sbatch_extra_entry(r, opt);
   std::string req = r.string("profile.gpu_request");
   if (req == "gpus-per-node" || req.empty())
     p.gpu_request = GpuRequest::GpusPerNode;
@@ -363,8 +403,8 @@ json load_project_file(const SpecRequest& request, std::string& origin) {
   if (request.project_file) {
     file = *request.project_file;
   } else if (request.read_project_file) {
-    std::error_code ec;
-    if (!fs::is_regular_file("hpclaunch.json", ec)) return json::object();
+    // Only nothing at all is skipped: a folder, a FIFO or a dangling link is refused by name.
+    if (!input_path_present("hpclaunch.json")) return json::object();
     file = "hpclaunch.json";
   } else {
     return json::object();

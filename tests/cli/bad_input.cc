@@ -1,5 +1,8 @@
 #include "bad_input.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 using Catch::Matchers::Contains;
@@ -38,21 +41,53 @@ bool has_fix_hint(const std::string& line) {
   return false;
 }
 
+namespace {
+
+void make_file(const Sandbox& sb, const std::string& path, const std::string& content) {
+  const fs::path at = sb.root() / path;
+  const std::string link = "<link>";
+  if (content == "<dir>") {
+    fs::create_directories(at);
+  } else if (content == "<fifo>") {
+    fs::create_directories(at.parent_path());
+    REQUIRE(mkfifo(at.c_str(), 0600) == 0);
+  } else if (content.rfind(link, 0) == 0) {
+    fs::create_directories(at.parent_path());
+    fs::create_symlink(replace_root(content.substr(link.size()), sb), at);
+  } else {
+    sb.write(path, content);
+  }
+}
+
+// The sandbox's environment with `extra` ("NAME=value") replacing or adding entries.
+std::vector<std::string> env_with(const Sandbox& sb, const std::vector<std::string>& extra) {
+  std::vector<std::string> env = sb.env();
+  for (const auto& e : extra) {
+    const std::string entry = replace_root(e, sb);
+    const std::string name = entry.substr(0, entry.find('=') + 1);
+    env.erase(std::remove_if(env.begin(), env.end(),
+                             [&](const std::string& v) { return v.rfind(name, 0) == 0; }),
+              env.end());
+    env.push_back(entry);
+  }
+  return env;
+}
+
+}  // namespace
+
 void check_bad_input(const BadCase& c, bool require_hint) {
   check_bad_input(c, Prepare(), require_hint);
 }
 
 void check_bad_input(const BadCase& c, const Prepare& prepare, bool require_hint) {
   Sandbox sb;
-  for (const auto& [path, content] : c.files) {
-    if (content == "<dir>")
-      fs::create_directories(sb.root() / path);
-    else
-      sb.write(path, content);
-  }
+  for (const auto& [path, content] : c.files) make_file(sb, path, content);
   if (prepare) prepare(sb);
   auto before = sb.snapshot();
-  Run r = sb.hpclaunch(c.args);
+  std::vector<std::string> argv = {hpclaunch_binary()};
+  argv.insert(argv.end(), c.args.begin(), c.args.end());
+  // A bounded wait: a hostile input must never make hpclaunch hang.
+  Run r = spawn(argv, sb.work(), env_with(sb, c.env), std::chrono::seconds(20));
   INFO("case: " << c.name << "\n" << r.describe());
 
   CHECK(r.status == 2);

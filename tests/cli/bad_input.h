@@ -18,11 +18,14 @@ struct BadCase {
   std::string name;
   std::vector<std::string> args;
   // Files to create first: path relative to the sandbox root -> content. A content of
-  // "<dir>" makes a directory instead.
+  // "<dir>" makes a directory instead, "<fifo>" a FIFO, "<link>TARGET" a symbolic link to
+  // TARGET ("{root}" stands for the sandbox root).
   std::vector<std::pair<std::string, std::string>> files;
   // Substrings the error line must contain ("{root}" stands for the sandbox root): the file or
   // flag, the key path or line:column, and the specific fix.
   std::vector<std::string> expect;
+  // "NAME=value" entries that replace or add to the sandbox's environment ("{root}" as above).
+  std::vector<std::string> env = {};
 };
 
 // `hpclaunch render --preset PRESET --strategy ddp -o out.sbatch --spec-out spec.json EXTRA...`:

@@ -43,7 +43,7 @@ TEST_CASE("bad input: malformed JSON files give file:line:column", "[bad-input]"
       {"--project names a missing file",
        render_args({"--project", "nope.json"}),
        {},
-       {"nope.json", "cannot read", "check the path"}},
+       {"nope.json", "no such JSON file", "check the path"}},
   });
 }
 
@@ -193,7 +193,7 @@ TEST_CASE("bad input: malformed --set", "[bad-input]") {
       {"--set a non-integer for an integer",
        render_args({"--set", "shape.nodes=two"}),
        {},
-       {"--set shape.nodes", "expected an integer, got \"two\"", "whole number"}},
+       {"--set shape.nodes", "expected an integer, got \"two\"", "plain decimal digits"}},
       {"--set an integer with trailing junk",
        render_args({"--set", "shape.nodes=2x"}),
        {},

@@ -15,7 +15,7 @@ TEST_CASE("bad input: templates and output paths", "[bad-input]") {
       {"missing template file",
        render_args({"--template", "nope.mustache"}),
        {},
-       {"nope.mustache", "cannot read template", "check the path"}},
+       {"nope.mustache", "no such template", "check the path"}},
       {"unparsable template",
        render_args({"--template", "t.mustache"}),
        {{"work/t.mustache", "#!/bin/bash\n{{#sbatch}}\n#SBATCH {{{directive}}}\n"}},
@@ -67,7 +67,7 @@ TEST_CASE("bad input: extends chains and user files", "[bad-input]") {
       {"a user cluster file that is a directory",
        render_args({"--cluster", "d"}),
        {{"xdg/hpclaunch/clusters/d.json", "<dir>"}},
-       {"{root}/xdg/hpclaunch/clusters/d.json", "not a regular JSON file"}},
+       {"{root}/xdg/hpclaunch/clusters/d.json", "is a directory, not a JSON file"}},
   });
 }
 

@@ -25,6 +25,7 @@
 #include "dist/process_group.h"
 #include "dist/state_piece.h"
 #include "error.h"
+#include "input_file.h"
 #include "json_file.h"
 #include "model/model.h"
 
@@ -32,6 +33,10 @@ namespace hpc::train {
 namespace fs = std::filesystem;
 
 namespace {
+
+// manifest.json and the shard descriptions list every tensor piece: kilobytes for GPT-2, a few
+// MiB for the largest models; more means the file is not one we wrote.
+constexpr std::size_t kMaxMetadataBytes = std::size_t{64} << 20;
 
 c10::ScalarType scalar_type_of(const std::string& dtype, const std::string& where) {
   if (dtype == "F32") return at::kFloat;
@@ -224,7 +229,8 @@ SavedCheckpoint save_checkpoint(const fs::path& dir, Manifest info,
     for (int r = 0; r < world; ++r) {
       const fs::path side = tmp / sidecar_name(r);
       info.files.push_back(parse_shard_file(
-          hpc::read_text_file(side, "checkpoint shard description"), side.string()));
+          hpc::read_input_file(side, "checkpoint shard description", kMaxMetadataBytes),
+          side.string()));
     }
     check_coverage(info, (tmp / "manifest.json").string());  // the strategy's pieces are complete
     hpc::write_file_atomically(tmp / "manifest.json", manifest_to_json(info));
@@ -287,7 +293,8 @@ bool has_single_file_checkpoints(const fs::path& dir) {
 
 Manifest read_manifest(const fs::path& checkpoint_dir) {
   const fs::path file = checkpoint_dir / "manifest.json";
-  return parse_manifest(hpc::read_text_file(file, "checkpoint manifest"), file.string());
+  return parse_manifest(hpc::read_input_file(file, "checkpoint manifest", kMaxMetadataBytes),
+                        file.string());
 }
 
 namespace {
