@@ -85,4 +85,6 @@ TEST_CASE("parse_json_text: numbers beyond double's range, as the fuzzer found t
              StartsWith("f.json:2:10: ") && Contains("out of range"));
   CHECK_THAT(error_of("[-1E+999]"), StartsWith("f.json:1:2: ") && Contains("out of range"));
   CHECK(hpc::parse_json_text("[1e-400, 1.7e308]", "f.json")[1] == 1.7e308);  // 1e-400 is 0
+  // A `//` comment ended by a lone CR, then a number out of range: still a position.
+  CHECK_THAT(error_of("// c\r1e400"), StartsWith("f.json:1:") && Contains("out of range"));
 }
