@@ -331,7 +331,7 @@ TEST_CASE("hostile outputs: report, sweep and tune write only into what they may
       {{"sweep.json is a FIFO (the read would block)",
         sweep,
         {},
-        {"sw/sweep.json", "is not a regular file", "remove it"}},
+        {"sw/sweep.json", "is a FIFO (named pipe)", "remove it"}},
        fifo_at("work/sw/sweep.json")},
       {{"tune's profile target is a dangling link (was: refused after every candidate ran)",
         {"tune", "--preset", "1n2g", "--local"},
@@ -341,7 +341,7 @@ TEST_CASE("hostile outputs: report, sweep and tune write only into what they may
       {{"sweep.json is a link",
         sweep,
         {{"home/state.json", "{\"points\": []}"}},
-        {"sw/sweep.json", "is not a regular file"}},
+        {"sw/sweep.json", "is a symbolic link"}},
        link_to("work/sw/sweep.json", "../../home/state.json")},
   });
 }
