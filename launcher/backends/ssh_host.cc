@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "backends/ssh_internal.h"
+#include "input_file.h"
 
 namespace hpc {
 
@@ -67,14 +68,16 @@ SshHost::SshHost(SshHostOptions options) : options_(std::move(options)) {
         "no SSH host given; name the login node with --host (a host name or an "
         "alias from ~/.ssh/config)");
   }
-  if (!options_.config_file.empty() && access(options_.config_file.c_str(), R_OK) != 0) {
-    throw BackendError("cannot read the ssh config " + options_.config_file + ": " +
-                       std::strerror(errno));
+  // libssh would wait forever on a FIFO and read /dev/zero without end: the config and the
+  // key are input files like any other (common/input_file.h), checked before libssh opens them.
+  // `--ssh-config /dev/null` is ssh's own idiom (`ssh -F /dev/null`) for "no config file".
+  if (!options_.config_file.empty() && options_.config_file != "/dev/null") {
+    (void)read_input_file(options_.config_file, "SSH config file");
+  } else if (const char* home = std::getenv("HOME"); home && *home) {
+    const std::string config = std::string(home) + "/.ssh/config";
+    if (input_path_present(config)) (void)read_input_file(config, "SSH config file");
   }
-  if (!options_.identity_file.empty() && access(options_.identity_file.c_str(), R_OK) != 0) {
-    throw BackendError("cannot read the identity file " + options_.identity_file + ": " +
-                       std::strerror(errno) + "; name an existing private key");
-  }
+  if (!options_.identity_file.empty()) (void)read_input_file(options_.identity_file, "key file");
   if (options_.reconnect_attempts < 1) options_.reconnect_attempts = 1;
   // Resolve aliases now: name() and every message say where we really connect.
   SessionPtr s(new_session());

@@ -56,6 +56,13 @@ std::vector<InputKind> input_kinds() {
        {"sweep", "--file", "s.json", "--local"},
        "error: s.json: ",
        "JSON file"},
+      // libssh would wait on a FIFO and read /dev/zero without end: checked before it opens it.
+      {"--ssh-config FILE",
+       "work/ssh_config",
+       {"submit", "--preset", "1n1g", "--strategy", "ddp", "--host", "login", "--ssh-config",
+        "ssh_config"},
+       "error: ssh_config: ",
+       "SSH config file"},
       {"a sweep's results.csv",
        "work/sw/results.csv",
        {"report", "sw"},
@@ -117,7 +124,7 @@ TEST_CASE("hostile inputs: input files that are not regular files are named, nev
           {kind.name + " is " + type.name, kind.args, {{kind.path, type.content}}, expect});
     }
   }
-  CHECK(cases.size() == 60);
+  CHECK(cases.size() == 65);
   check_all(cases);
 }
 

@@ -10,12 +10,14 @@
 #include <thread>
 
 #include "backends/ssh_host.h"
+#include "error.h"
 #include "ssh_test_support.h"
 
 using hpc::BackendError;
 using hpc::CommandResult;
 using hpc::SshHost;
 using hpc::SshHostOptions;
+using hpc::UserError;
 using namespace hpc::test;
 
 namespace {
@@ -160,12 +162,13 @@ TEST_CASE("options that cannot work are refused before connecting", "[ssh][optio
   SshHostOptions o = login_options();
   o.host = "";
   CHECK_THROWS_AS(SshHost(o), BackendError);
+  // Missing files are bad input (exit 2), like every other input file.
   o = login_options();
   o.config_file = "/nonexistent/ssh_config";
-  CHECK_THROWS_AS(SshHost(o), BackendError);
+  CHECK_THROWS_AS(SshHost(o), UserError);
   o = login_options();
   o.identity_file = "/nonexistent/id_ed25519";
-  CHECK_THROWS_AS(SshHost(o), BackendError);
+  CHECK_THROWS_AS(SshHost(o), UserError);
 }
 
 TEST_CASE("after the server side of the connection dies, the next call reconnects",
