@@ -19,34 +19,6 @@ std::string position(const std::string& text, const std::string& origin, size_t 
   return origin + ":" + std::to_string(line) + ":" + std::to_string(column);
 }
 
-// Where nlohmann's SAX reader stops on `text`: for a number beyond double's range, its start.
-size_t number_error_offset(const std::string& text) {
-  struct Sax : nlohmann::json_sax<nlohmann::json> {
-    size_t offset = 0;
-    bool null() override { return true; }
-    bool boolean(bool) override { return true; }
-    bool number_integer(number_integer_t) override { return true; }
-    bool number_unsigned(number_unsigned_t) override { return true; }
-    bool number_float(number_float_t, const string_t&) override { return true; }
-    bool string(string_t&) override { return true; }
-    bool binary(binary_t&) override { return true; }
-    bool start_object(std::size_t) override { return true; }
-    bool key(string_t&) override { return true; }
-    bool end_object() override { return true; }
-    bool start_array(std::size_t) override { return true; }
-    bool end_array() override { return true; }
-    bool parse_error(std::size_t position, const std::string&,
-                     const nlohmann::detail::exception&) override {
-      offset = position;
-      return false;
-    }
-  } sax;
-  nlohmann::json::sax_parse(text, &sax, nlohmann::json::input_format_t::json, /*strict=*/true,
-                            /*ignore_comments=*/true);
-  // nlohmann's position is one past the token; step back onto it.
-  return sax.offset > 0 ? std::min(sax.offset - 1, text.empty() ? 0 : text.size() - 1) : 0;
-}
-
 // A walk over JSON-with-comments text for what nlohmann either does not report or reports
 // without a position: a key given twice in one object (nlohmann keeps the last one silently),
 // a number too large for a double (nlohmann's out_of_range 406 has no position), nesting
@@ -99,8 +71,9 @@ class JsonLayoutCheck {
 
   size_t comment_end(size_t at) const {
     if (text_[at + 1] == '/') {
-      const size_t nl = text_.find('\n', at);
-      return nl == std::string::npos ? text_.size() : nl + 1;
+      // As nlohmann reads it: a line comment ends at LF or at CR (found by fuzzing).
+      const size_t eol = text_.find_first_of("\n\r", at);
+      return eol == std::string::npos ? text_.size() : eol + 1;
     }
     const size_t close = text_.find("*/", at + 2);
     return close == std::string::npos ? text_.size() : close + 2;
@@ -213,10 +186,7 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& origi
   } catch (const nlohmann::json::out_of_range&) {
     // A number too large for a double (1e400): the walk finds it and says where.
     JsonLayoutCheck(text, origin).run();
-    // The walk reads comments a little differently from nlohmann (a lone CR ends a `//`
-    // comment for nlohmann): ask nlohmann's own reader where it stopped (found by fuzzing).
-    throw UserError(position(text, origin, number_error_offset(text)), "a number is out of range",
-                    "write a smaller number");
+    throw UserError(origin, "a number is out of range", "write a smaller number");
   }
   JsonLayoutCheck(text, origin).run();
   return value;
