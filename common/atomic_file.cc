@@ -99,31 +99,12 @@ StagedOutput::StagedOutput(fs::path path, std::string_view content, mode_t mode)
     content_ = std::string(content);
     return;
   }
-  fs::path dir = path_.parent_path();
-  if (dir.empty()) dir = ".";
-  std::string tmpl = (dir / ("." + path_.filename().string() + ".tmp-XXXXXX")).string();
-  int fd = mkstemp(tmpl.data());
-  if (fd < 0) fail(path_, "create temp file", errno);
-  auto abandon = [&](const std::string& step) {
-    int err = errno;
-    close(fd);
-    unlink(tmpl.c_str());
-    fail(path_, step, err);
-  };
-  if (!write_all(fd, content)) abandon("write");
-  if (fchmod(fd, mode) != 0) abandon("chmod");
-  if (fsync(fd) != 0) abandon("fsync");
-  if (close(fd) != 0) {
-    int err = errno;
-    unlink(tmpl.c_str());
-    fail(path_, "close", err);
-  }
-  temp_ = tmpl;
+  file_.emplace(path_, mode);
+  file_->write(content);
+  file_->seal();
 }
 
-StagedOutput::~StagedOutput() {
-  if (!temp_.empty() && !committed_) unlink(temp_.c_str());
-}
+StagedOutput::~StagedOutput() = default;
 
 void StagedOutput::commit() {
   if (committed_) return;
@@ -146,33 +127,16 @@ void StagedOutput::commit() {
     close(fd);
     return;
   }
-  // Onto a new path only if it is still new (something may have appeared since); onto a
-  // regular file by plain rename. A file system without RENAME_NOREPLACE gets the plain rename.
-  int rc = kind_ == OutputKind::kNew
-               ? renameat2(AT_FDCWD, temp_.c_str(), AT_FDCWD, path_.c_str(), RENAME_NOREPLACE)
-               : -1;
-  if (kind_ == OutputKind::kNew && rc != 0 && errno == EEXIST) {
-    try {
-      if (output_kind(path_) != OutputKind::kRegular) refuse(path_, "is not a regular file");
-    } catch (...) {
-      unlink(temp_.c_str());
-      throw;
-    }
-  }
-  if (rc != 0 && rename(temp_.c_str(), path_.c_str()) != 0) {
-    int err = errno;
-    unlink(temp_.c_str());
-    fail(path_, "rename", err);
-  }
+  file_->commit();
 }
 
 void write_file_atomically(const fs::path& path, std::string_view content, mode_t mode) {
   StagedOutput(path, content, mode).commit();
 }
 
-AtomicFileWriter::AtomicFileWriter(const fs::path& path, mode_t mode) : path_(path), mode_(mode) {
-  OutputKind kind = output_kind(path);
-  if (kind != OutputKind::kNew && kind != OutputKind::kRegular)
+AtomicFileWriter::AtomicFileWriter(const fs::path& path, mode_t mode)
+    : path_(path), mode_(mode), kind_(output_kind(path)) {
+  if (kind_ != OutputKind::kNew && kind_ != OutputKind::kRegular)
     refuse(path, "is a device or a stream, not a file");
   fs::path dir = path.parent_path();
   if (dir.empty()) dir = ".";
@@ -182,17 +146,15 @@ AtomicFileWriter::AtomicFileWriter(const fs::path& path, mode_t mode) : path_(pa
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
-  if (fd_ >= 0) {
-    close(fd_);
-    unlink(tmp_.c_str());
-  }
+  if (fd_ >= 0) close(fd_);
+  if (!committed_) unlink(tmp_.c_str());
 }
 
+// The temp file goes with the writer (the destructor), whatever step failed.
 void AtomicFileWriter::abandon(const std::string& step) {
   int err = errno;
-  close(fd_);
+  if (fd_ >= 0) close(fd_);
   fd_ = -1;
-  unlink(tmp_.c_str());
   fail(path_, step, err);
 }
 
@@ -200,21 +162,28 @@ void AtomicFileWriter::write(std::string_view bytes) {
   if (!write_all(fd_, bytes)) abandon("write");
 }
 
-void AtomicFileWriter::commit() {
+void AtomicFileWriter::seal() {
+  if (fd_ < 0) return;
   if (fchmod(fd_, mode_) != 0) abandon("chmod");
   if (fsync(fd_) != 0) abandon("fsync");
   const int fd = fd_;
   fd_ = -1;
-  if (close(fd) != 0) {
-    int err = errno;
-    unlink(tmp_.c_str());
-    fail(path_, "close", err);
+  if (close(fd) != 0) abandon("close");
+}
+
+void AtomicFileWriter::commit() {
+  seal();
+  // Onto a new path only if it is still new (something may have appeared since); onto a
+  // regular file by plain rename. A file system without RENAME_NOREPLACE gets the plain rename.
+  int rc = kind_ == OutputKind::kNew
+               ? renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, path_.c_str(), RENAME_NOREPLACE)
+               : -1;
+  if (kind_ == OutputKind::kNew && rc != 0 && errno == EEXIST &&
+      output_kind(path_) != OutputKind::kRegular) {
+    refuse(path_, "is not a regular file");
   }
-  if (rename(tmp_.c_str(), path_.c_str()) != 0) {
-    int err = errno;
-    unlink(tmp_.c_str());
-    fail(path_, "rename", err);
-  }
+  if (rc != 0 && rename(tmp_.c_str(), path_.c_str()) != 0) abandon("rename");
+  committed_ = true;
 }
 
 }  // namespace hpc

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,33 @@ enum class OutputKind {
 // fix, for a directory, a FIFO, a socket, a block device or a symbolic link (other than the
 // standard streams above): hpclaunch neither replaces those nor writes through them.
 OutputKind output_kind(const std::filesystem::path& path);
+
+// A file written piece by piece (a checkpoint shard streamed from the tensors, or a whole output
+// staged by StagedOutput): write() appends to a temp file beside `path`; seal() fsyncs and closes
+// it; commit() seals and renames it into place, onto a new path only while it is still new.
+// Only a regular file or a new path is a target (output_kind; a device or stream is refused too).
+// Destroyed without commit() (an error, an exception), it removes the temp file. All throw
+// UserError naming `path` and the step that failed.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(const std::filesystem::path& path, mode_t mode = 0644);
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+  ~AtomicFileWriter();
+
+  void write(std::string_view bytes);
+  void seal();
+  void commit();
+
+ private:
+  [[noreturn]] void abandon(const std::string& step);
+  std::filesystem::path path_;
+  std::string tmp_;
+  mode_t mode_;
+  OutputKind kind_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
 
 // One output, staged: the constructor checks the target (output_kind) and, for a regular file
 // or a new path, writes and fsyncs the content into a temp file beside it; commit() renames it
@@ -43,8 +71,8 @@ class StagedOutput {
  private:
   std::filesystem::path path_;
   OutputKind kind_;
-  std::string content_;  // devices and streams: written at commit
-  std::string temp_;     // regular files and new paths: the staged temp file
+  std::string content_;                   // devices and streams: written at commit
+  std::optional<AtomicFileWriter> file_;  // regular files and new paths: sealed, not yet renamed
   bool committed_ = false;
 };
 
@@ -53,28 +81,5 @@ class StagedOutput {
 // denied, a FIFO, ...) having written nothing; OutputError as commit() does.
 void write_file_atomically(const std::filesystem::path& path, std::string_view content,
                            mode_t mode = 0644);
-
-// The same for content written piece by piece (a checkpoint shard streamed from the tensors):
-// write() appends to a temp file beside `path`; commit() fsyncs, closes and renames it to
-// `path`. Only a regular file or a new path is a target (output_kind; a device or stream is
-// refused too: a shard is a file). Destroyed without commit() (an error, an exception), it
-// removes the temp file. Both throw UserError naming `path` and the step that failed.
-class AtomicFileWriter {
- public:
-  explicit AtomicFileWriter(const std::filesystem::path& path, mode_t mode = 0644);
-  AtomicFileWriter(const AtomicFileWriter&) = delete;
-  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
-  ~AtomicFileWriter();
-
-  void write(std::string_view bytes);
-  void commit();
-
- private:
-  [[noreturn]] void abandon(const std::string& step);
-  std::filesystem::path path_;
-  std::string tmp_;
-  mode_t mode_;
-  int fd_ = -1;
-};
 
 }  // namespace hpc
