@@ -248,6 +248,7 @@ std::vector<Point> sweep_points(const SweepConfig& config, const Catalog& catalo
   for (const auto& p : config.presets) {
     SpecRequest r = make_spec_request(p, config.cluster, config.strategies.front(), config.sets,
                                       config.project, config.no_project);
+    r.hpctrain_verb = "sweep";
     Spec s = resolve_spec(catalog, r);
     check_backend_fits(backend_kind, s, "--presets");
     shape_of[p] = s.shape;
@@ -269,6 +270,7 @@ std::vector<Point> sweep_points(const SweepConfig& config, const Catalog& catalo
       sets.insert(sets.end(), config.sets.begin(), config.sets.end());
       SpecRequest r = make_spec_request(preset, config.cluster, strategy, std::move(sets),
                                         config.project, config.no_project);
+      r.hpctrain_verb = "sweep";
       int world = shape_of[preset].nodes * shape_of[preset].gpus_per_node;
       r.trainer_args = point_trainer_args(config.trainer_args, config.scaling, config.steps, world,
                                           smallest, largest);

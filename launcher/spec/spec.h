@@ -121,6 +121,8 @@ struct SpecRequest {
   std::vector<std::string> sets;                      // "key.path=value", in order
   std::optional<std::filesystem::path> project_file;  // --project; else ./hpclaunch.json
   bool read_project_file = true;                      // --no-project turns it off
+  // A verb that runs hpctrain only ("sweep", "tune"): another launch mode is refused.
+  std::string hpctrain_verb;
 };
 
 // A request from command-line words, as `render`, `sweep` and `tune` take them: "" leaves that
