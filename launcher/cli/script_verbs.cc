@@ -142,7 +142,7 @@ int run_render(const RenderFlags& f, const Invocation& in) {
   } else {
     std::cerr << "hpclaunch: wrote " << f.output << " (" << r.spec.preset << " on "
               << r.spec.cluster << ", " << r.spec.world_size() << " ranks, "
-              << r.spec.how_launched() << ")\n";
+              << (r.spec.launches_hpctrain() ? r.spec.strategy : r.spec.how_launched()) << ")\n";
   }
   return 0;
 }
