@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "spec/catalog.h"
+#include "spec/container.h"
 
 namespace hpc {
 
@@ -83,6 +84,7 @@ struct Spec {
   ClusterProfile profile;
   JobOptions job;
   TrainerOptions trainer;
+  ContainerSpec container;  // runtime None: the tasks run on the host
 
   nlohmann::json resolved;                     // the merged document (keys sorted)
   std::map<std::string, std::string> sources;  // leaf key path -> where its value came from
@@ -98,6 +100,7 @@ struct Spec {
 struct SpecRequest {
   std::optional<std::string> preset, cluster, strategy;
   std::optional<std::vector<std::string>> trainer_args;  // after `--`: appended to trainer.args
+  std::optional<std::string> container_image;            // --container IMAGE
   std::vector<std::string> sets;                         // "key.path=value", in order
   std::optional<std::filesystem::path> project_file;     // --project; else ./hpclaunch.json
   bool read_project_file = true;                         // --no-project turns it off
