@@ -58,6 +58,18 @@ for cluster in "${clusters[@]}"; do
   done
 done
 
+# One script per container runtime (docs/programs.md, "Containers"): 2n4g on generic, the
+# tasks' program in the image, the data bound in.
+mkdir -p "${out}/containers"
+declare -A container_images=([apptainer]=/scratch/me/pytorch.sif
+  [pyxis]='nvcr.io#nvidia/pytorch:24.01-py3' [charliecloud]=/scratch/me/pytorch-image)
+for runtime in apptainer pyxis charliecloud; do
+  (cd "${work}" && "${bin}" render --no-project --preset 2n4g --cluster generic --strategy ddp \
+    --set "container.runtime=${runtime}" --container "${container_images[${runtime}]}" \
+    --set 'container.mounts=["/scratch/me/edu_fineweb10B:/path/to/edu_fineweb10B"]' \
+    -- "${trainer_args[@]}") >"${out}/containers/2n4g-${runtime}.sbatch"
+done
+
 dest="${repo}/examples/generated"
 if ((check)); then
   if ! diff -r "${dest}" "${out}" >"${work}/diff"; then

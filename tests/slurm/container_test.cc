@@ -23,11 +23,11 @@ namespace {
 constexpr const char* kImageId = "hpclaunch-test-image";
 
 // Runs in the image under busybox sh: the rank variables, where it runs, and the image's ID.
-constexpr const char* kContainerProbe = R"(#!/bin/sh
+constexpr const char* kContainerProbe = R"SH(#!/bin/sh
 . /etc/os-release
 echo "cprobe rank=${RANK:-${SLURM_PROCID:-?}} procid=${SLURM_PROCID:-?} host=$(hostname)" \
   "addr=${MASTER_ADDR:-unset} port=${MASTER_PORT:-unset} image=${ID} args=$*"
-)";
+)SH";
 
 void write_text(const fs::path& path, const std::string& text) {
   std::ofstream out(path);
