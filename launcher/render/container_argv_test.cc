@@ -112,3 +112,47 @@ TEST_CASE("container script: without a container the script is unchanged", "[con
   CHECK(contains(s, "\"${hpc_srun[@]}\" \"${hpc_train[@]}\" &\n"));
   CHECK_FALSE(contains(s, "\n\n\n"));
 }
+
+namespace {
+
+hpc::Spec resolve_launch(const std::string& launch, std::vector<std::string> sets) {
+  fs::path data = HPC_SOURCE_DIR;
+  hpc::Catalog catalog({{data / "presets", data / "templates", "built-in"}});
+  hpc::SpecRequest r;
+  r.preset = "2n2g";
+  r.cluster = "generic";
+  r.launch = launch;
+  r.trainer_args = std::vector<std::string>{"python", "train.py", "--epochs", "3"};
+  r.sets = std::move(sets);
+  r.read_project_file = false;
+  return hpc::resolve_spec(catalog, r);
+}
+
+}  // namespace
+
+TEST_CASE("container script: where the runtime goes in each launch mode", "[container]") {
+  const Words apptainer = {"container.runtime=apptainer", "container.image=/sw/pt.sif"};
+  // srun: the task's bash line exports RANK & co. on the host, then execs the runtime, which
+  // passes them into the image (the image needs no bash).
+  std::string s = render(resolve_launch("srun", apptainer));
+  CHECK(contains(s,
+                 "\"${hpc_srun[@]}\" \"${hpc_task[@]}\" \"${hpc_container[@]}\" "
+                 "\"${hpc_program[@]}\" &\n"));
+  // torchrun: the runtime starts torchrun in the image, one per node; torchrun starts the ranks.
+  s = render(resolve_launch("torchrun", apptainer));
+  CHECK(contains(s,
+                 "\"${hpc_srun[@]}\" \"${hpc_container[@]}\" \"${hpc_torchrun[@]}\" "
+                 "\"${hpc_program[@]}\" &\n"));
+  s = render(resolve_launch("hpctrain", {"container.runtime=charliecloud", "container.image=/i"}));
+  CHECK(contains(s, "\"${hpc_srun[@]}\" \"${hpc_container[@]}\" \"${hpc_train[@]}\" &\n"));
+
+  // Pyxis: srun's options in every mode, the launch line as without a container.
+  const Words pyxis = {"container.runtime=pyxis", "container.image=img.sqsh"};
+  s = render(resolve_launch("srun", pyxis));
+  CHECK(contains(s, "  --container-image=img.sqsh\n)\n"));
+  CHECK(contains(s, "\"${hpc_srun[@]}\" \"${hpc_task[@]}\" \"${hpc_program[@]}\" &\n"));
+  s = render(resolve_launch("torchrun", pyxis));
+  CHECK(contains(s, "(one task per node)\n  --container-image=img.sqsh\n)\n"));
+  CHECK(contains(s, "\"${hpc_srun[@]}\" \"${hpc_torchrun[@]}\" \"${hpc_program[@]}\" &\n"));
+  CHECK_FALSE(contains(s, "hpc_container"));
+}

@@ -21,7 +21,8 @@ std::string in_quotes(const std::string& s) { return "\"" + comment_text(s) + "\
 // split a reviewer's view of it over lines, so none is accepted.
 void refuse_control_chars(const std::string& value, const std::string& where) {
   if (has_control_chars(value)) {
-    throw UserError(where, in_quotes(value) + " contains a newline or control character", "remove it");
+    throw UserError(where, in_quotes(value) + " contains a newline or control character",
+                    "remove it");
   }
 }
 
@@ -46,7 +47,7 @@ void check_mount_path(const std::string& path, const std::string& what, const st
   }
   if (path.find(',') != std::string::npos) {
     throw UserError(where, "mount " + in_quotes(entry) + ": the " + what + " holds a ','",
-                    "the runtimes split mount lists at ','; bind a parent directory instead");
+                    "use a parent directory without ',' (the runtimes split mount lists there)");
   }
 }
 
@@ -58,7 +59,7 @@ void check_mount_flags(ContainerRuntime runtime, const ContainerMount& m, const 
     case ContainerRuntime::Singularity:
       if (m.flags != "ro" && m.flags != "rw") {
         throw UserError(where, "mount " + in_quotes(entry) + ": unknown flag " + in_quotes(m.flags),
-                        "Apptainer's bind flags are ro and rw");
+                        "use ro or rw (Apptainer's bind flags)");
       }
       return;
     case ContainerRuntime::Pyxis:
@@ -68,7 +69,7 @@ void check_mount_flags(ContainerRuntime runtime, const ContainerMount& m, const 
           throw UserError(where,
                           "mount " + in_quotes(entry) + ": " + in_quotes(m.flags) +
                               " is not a list of enroot mount flags",
-                          "join flags with '+', e.g. \"/data:/data:ro+rprivate\"");
+                          "write flags joined with '+', e.g. \"/data:/data:ro+rprivate\"");
         }
       }
       return;
@@ -97,7 +98,7 @@ ContainerMount parse_mount(ContainerRuntime runtime, const std::string& entry,
     m.flags = entry.substr(second + 1);
     if (m.flags.find(':') != std::string::npos) {
       throw UserError(where, "mount " + in_quotes(entry) + " has more than SRC:DST:FLAGS",
-                      "paths with ':' cannot be bound; bind a parent directory instead");
+                      "use a parent directory without ':' (the runtimes split a mount there)");
     }
     if (m.flags.empty()) {
       throw UserError(where, "mount " + in_quotes(entry) + " ends with ':'",
@@ -118,7 +119,7 @@ void check_options(const ContainerSpec& c, const std::string& where) {
   if (!c.options.empty() && (c.options.front().empty() || c.options.front()[0] != '-')) {
     throw UserError(
         where, "the first option " + in_quotes(c.options.front()) + " does not start with '-'",
-        "list the runtime's options, e.g. [\"--writable-tmpfs\"]; an option's value may "
+        "write the runtime's options, e.g. [\"--writable-tmpfs\"]; an option's value may "
         "follow it as the next entry");
   }
   if (c.runtime != ContainerRuntime::Pyxis) return;

@@ -1,9 +1,11 @@
 // Hostile values in the container key (spec/container.h): the image, a mount's paths, the
 // runtime's options and the working directory end up as literal words of the runtime's argv
-// (Apptainer, Charliecloud) or of srun's options (Pyxis), in the place each runtime wants them.
+// (Apptainer, Charliecloud) or of srun's options (Pyxis), in the place each runtime wants them
+// in each launch mode (hpctrain, srun, torchrun).
 // Each render runs with stub srun (slurm_stubs.h): no canary appears and srun receives every
-// word byte for byte; bash -n and shellcheck pass. A value with a control character, or one
-// that a runtime would split (':' or ',' in a mount path), is refused with exit status 2.
+// word byte for byte; bash -n and shellcheck pass. A value with a control character is refused
+// with exit status 2 (one a runtime would split, ':' or ',' in a mount path, is a case of
+// bad_input_container_test.cc; here such values skip the mount).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -67,9 +69,11 @@ ContainerCase make_case(const std::string& runtime, const std::string& v) {
   return c;
 }
 
-std::vector<std::string> render_command(const ContainerCase& c, const std::string& file) {
+std::vector<std::string> render_command(const ContainerCase& c, const std::string& file,
+                                        const std::string& launch = "hpctrain") {
   std::vector<std::string> args = {"render",   "--no-project",
                                    "--preset", "1n2g",
+                                   "--launch", launch,
                                    "-o",       file,
                                    "--set",    "trainer.program=prog",
                                    "--set",    "job.signal_seconds=0"};
@@ -77,11 +81,20 @@ std::vector<std::string> render_command(const ContainerCase& c, const std::strin
   return args;
 }
 
-// The srun argv ends with `expected` + the program, train, --strategy ddp.
-void check_container_job(const ContainerCase& c) {
+// Where `part` starts in `all` as a contiguous run; all.size() when it does not.
+size_t find_run(const std::vector<std::string>& all, const std::vector<std::string>& part) {
+  auto it = std::search(all.begin(), all.end(), part.begin(), part.end());
+  return static_cast<size_t>(it - all.begin());
+}
+
+// The container's words reach srun in one piece and in the runtime's place for the launch mode:
+//   hpctrain  srun OPTIONS [PYXIS] [RUNTIME... IMAGE] prog train --strategy ddp
+//   srun      srun OPTIONS [PYXIS] bash -c LINE hpc-task [RUNTIME... IMAGE] prog
+//   torchrun  srun OPTIONS [PYXIS] [RUNTIME... IMAGE] torchrun ... prog
+void check_container_job(const ContainerCase& c, const std::string& launch) {
   Sandbox sb;
   install_slurm_stubs(sb);
-  Run r = sb.hpclaunch(render_command(c, "job.sbatch"));
+  Run r = sb.hpclaunch(render_command(c, "job.sbatch", launch));
   INFO(r.describe());
   REQUIRE(r.status == 0);
   const std::string script = (sb.work() / "job.sbatch").string();
@@ -97,23 +110,37 @@ void check_container_job(const ContainerCase& c) {
   CHECK(canaries(sb).empty());
   CHECK(fs::exists(sb.work() / "CANARY_DIR" / "keep"));
 
-  std::vector<std::string> argv = srun_argv(sb);
-  std::vector<std::string> tail = c.expected;
-  tail.insert(tail.end(), {"prog", "train", "--strategy", "ddp"});
-  REQUIRE(argv.size() >= tail.size());
-  CHECK(std::vector<std::string>(argv.end() - static_cast<long>(tail.size()), argv.end()) == tail);
+  const std::vector<std::string> argv = srun_argv(sb);
+  INFO("srun argv: " << argv.size() << " words");
+  REQUIRE(!argv.empty());
   CHECK(argv.front() == "--kill-on-bad-exit=1");  // srun's own options stay first
+  const bool pyxis = c.runtime == "pyxis";
+  const size_t at = find_run(argv, c.expected);
+  REQUIRE(at > 0);
+  REQUIRE(at + c.expected.size() < argv.size());
+  const std::string before = argv[at - 1], after = argv[at + c.expected.size()];
+  CHECK(before == (launch == "srun" && !pyxis ? "hpc-task" : "--label"));
+  if (launch == "hpctrain") {
+    CHECK(after == "prog");
+    CHECK(std::vector<std::string>(argv.end() - 4, argv.end()) ==
+          std::vector<std::string>{"prog", "train", "--strategy", "ddp"});
+  } else {
+    CHECK(after == (launch == "torchrun" ? "torchrun" : pyxis ? "bash" : "prog"));
+    CHECK(argv.back() == "prog");
+  }
 }
 
 }  // namespace
 
 TEST_CASE("hostile container values stay literal words in the runtime's place", "[hostile]") {
   const auto values = hostile_values("");
-  for (const char* runtime : {"apptainer", "charliecloud", "pyxis"}) {
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (has_control_chars(values[i].value)) continue;
-      DYNAMIC_SECTION(runtime << ": " << values[i].label) {
-        check_container_job(make_case(runtime, values[i].value));
+  for (const char* launch : {"hpctrain", "srun", "torchrun"}) {
+    for (const char* runtime : {"apptainer", "charliecloud", "pyxis"}) {
+      for (size_t i = 0; i < values.size(); ++i) {
+        if (has_control_chars(values[i].value)) continue;
+        DYNAMIC_SECTION(launch << ", " << runtime << ": " << values[i].label) {
+          check_container_job(make_case(runtime, values[i].value), launch);
+        }
       }
     }
   }
@@ -153,13 +180,14 @@ TEST_CASE("hostile container values: shellcheck finds nothing", "[hostile]") {
   int n = 0;
   for (const char* runtime : {"apptainer", "charliecloud", "pyxis", "singularity"}) {
     for (const auto& h : hostile_values("/tmp")) {
+      const std::string launch = n % 3 == 0 ? "hpctrain" : n % 3 == 1 ? "srun" : "torchrun";
       // The same values as hostile_values_test's shellcheck case: without $, ` or \, which
       // shellcheck reports inside single quotes (SC2016, SC1003) wherever they are.
       if (has_control_chars(h.value) || h.value.find_first_of("$`\\") != std::string::npos)
         continue;
       std::string file = "job" + std::to_string(n++) + ".sbatch";
-      Run r = sb.hpclaunch(render_command(make_case(runtime, h.value), file));
-      INFO(runtime << ": " << h.label << ": " << r.describe());
+      Run r = sb.hpclaunch(render_command(make_case(runtime, h.value), file, launch));
+      INFO(runtime << ", " << launch << ": " << h.label << ": " << r.describe());
       REQUIRE(r.status == 0);
       argv.push_back(file);
     }

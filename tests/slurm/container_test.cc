@@ -1,9 +1,10 @@
-// Containers on the real cluster: a job of 2 nodes x 2 tasks whose program runs inside a real
-// Charliecloud image (ch-run, Debian's charliecloud-runtime). The test builds the image itself,
-// without network: the static busybox, the directories ch-run needs, an /etc/os-release that only
-// the image has, and the probe program at /opt/hpc-probe (a path that exists only in the image).
-// Each task prints what it sees; the test checks that all four ran in the image, on the node
-// Slurm gave them, with their rank and the job's MASTER_ADDR/MASTER_PORT.
+// Containers on the real cluster: a job of 2 nodes x 2 tasks (--launch srun) whose program runs
+// inside a real Charliecloud image (ch-run, Debian's charliecloud-runtime). The test builds the
+// image itself, without network: the static busybox, the directories ch-run needs, an
+// /etc/os-release that only the image has, and the probe program at /opt/hpc-probe (a path that
+// exists only in the image). Each task prints what it sees; the test checks that all four ran in
+// the image, on the node Slurm gave them, with RANK, LOCAL_RANK, WORLD_SIZE and the job's
+// MASTER_ADDR/MASTER_PORT.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -25,8 +26,9 @@ constexpr const char* kImageId = "hpclaunch-test-image";
 // Runs in the image under busybox sh: the rank variables, where it runs, and the image's ID.
 constexpr const char* kContainerProbe = R"SH(#!/bin/sh
 . /etc/os-release
-echo "cprobe rank=${RANK:-${SLURM_PROCID:-?}} procid=${SLURM_PROCID:-?} host=$(hostname)" \
-  "addr=${MASTER_ADDR:-unset} port=${MASTER_PORT:-unset} image=${ID} args=$*"
+echo "cprobe rank=${RANK:-unset} local=${LOCAL_RANK:-unset} world=${WORLD_SIZE:-unset}" \
+  "procid=${SLURM_PROCID:-?} host=$(hostname) addr=${MASTER_ADDR:-unset}" \
+  "port=${MASTER_PORT:-unset} image=${ID} args=$*"
 )SH";
 
 void write_text(const fs::path& path, const std::string& text) {
@@ -60,26 +62,38 @@ std::string build_image(const fs::path& root) {
 }
 
 struct ContainerProbe {
-  int label = -1, rank = -1, procid = -1;
+  int label = -1, rank = -1, local = -1, world = -1, procid = -1;
   std::string host, addr, port, image, args;
 };
 
 std::vector<ContainerProbe> container_probes(const std::string& output) {
   static const std::regex line(
-      R"(^\s*(\d+): cprobe rank=(\d+) procid=(\d+) host=(\S+) addr=(\S+) port=(\S+) image=(\S+) args=(.*)$)");
+      R"(^\s*(\d+): cprobe rank=(\d+) local=(\d+) world=(\d+) procid=(\d+) host=(\S+) )"
+      R"(addr=(\S+) port=(\S+) image=(\S+) args=(.*)$)");
   std::vector<ContainerProbe> probes;
   for (const auto& l : lines_of(output)) {
     std::smatch m;
     if (!std::regex_match(l, m, line)) continue;
-    probes.push_back(
-        {std::stoi(m[1]), std::stoi(m[2]), std::stoi(m[3]), m[4], m[5], m[6], m[7], m[8]});
+    ContainerProbe p;
+    p.label = std::stoi(m[1]);
+    p.rank = std::stoi(m[2]);
+    p.local = std::stoi(m[3]);
+    p.world = std::stoi(m[4]);
+    p.procid = std::stoi(m[5]);
+    p.host = m[6];
+    p.addr = m[7];
+    p.port = m[8];
+    p.image = m[9];
+    p.args = m[10];
+    probes.push_back(p);
   }
   return probes;
 }
 
 }  // namespace
 
-TEST_CASE("container: 2 nodes x 2 tasks run their program in a Charliecloud image", "[container]") {
+TEST_CASE("container: --launch srun, 2 nodes x 2 tasks run their program in a Charliecloud image",
+          "[container]") {
   Workspace ws("container");
   const fs::path image = fs::path(ws.dir()) / "image";
   const std::string why = build_image(image);
@@ -93,9 +107,10 @@ TEST_CASE("container: 2 nodes x 2 tasks run their program in a Charliecloud imag
   }
   REQUIRE(contains(probe.out, kImageId));
 
-  auto args = ws.job_args("run", "2n2g",
-                          {"--set", "container.runtime=charliecloud", "--container", image.string(),
-                           "--set", "trainer.program=/opt/hpc-probe", "--", "--flag", "two words"});
+  auto args = ws.job_args(
+      "run", "2n2g",
+      {"--launch", "srun", "--set", "container.runtime=charliecloud", "--container", image.string(),
+       "--set", "trainer.program=/opt/hpc-probe", "--", "--flag", "two words"});
   auto r = ws.hpclaunch(args);
   INFO("hpclaunch run: " << r.summary() << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err);
   REQUIRE(r.exit_code == 0);
@@ -112,7 +127,9 @@ TEST_CASE("container: 2 nodes x 2 tasks run their program in a Charliecloud imag
     ranks.insert(p.rank);
     CHECK(p.image == kImageId);  // /etc/os-release of the image, not of the host
     CHECK(p.label == p.procid);
-    CHECK(p.rank == p.procid);
+    CHECK(p.rank == p.procid);  // RANK from the launch's bash line on the host, in the image
+    CHECK(p.local == p.procid % 2);
+    CHECK(p.world == 4);
     CHECK(p.host == (p.procid < 2 ? "node01" : "node02"));
     CHECK(p.addr == "127.0.0.1");
     CHECK(p.port == port);
