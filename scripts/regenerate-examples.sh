@@ -65,6 +65,24 @@ for cluster in "${clusters[@]}"; do
   done
 done
 
+# One script per container runtime (docs/programs.md, "Containers"), each in another launch
+# mode: 2n4g on generic, the tasks' program in the image, the data bound in.
+mkdir -p "${out}/containers"
+container_mount='container.mounts=["/scratch/me/edu_fineweb10B:/data"]'
+render_container() { # NAME RUNTIME IMAGE ARGS...
+  local name="$1" runtime="$2" image="$3"
+  shift 3
+  (cd "${work}" && "${bin}" render --no-project --preset 2n4g --cluster generic \
+    --set "container.runtime=${runtime}" --container "${image}" --set "${container_mount}" \
+    "$@") >"${out}/containers/${name}.sbatch"
+}
+render_container 2n4g-pyxis-hpctrain pyxis 'nvcr.io#nvidia/pytorch:24.01-py3' --strategy ddp \
+  -- --model gpt2 --data /data --max-steps 19073
+render_container 2n4g-apptainer-srun apptainer /scratch/me/pytorch.sif --launch srun \
+  -- python train.py --data /data
+render_container 2n4g-charliecloud-torchrun charliecloud /scratch/me/pytorch-image \
+  --launch torchrun -- train.py --data /data
+
 dest="${repo}/examples/generated"
 if ((check)); then
   if ! diff -r "${dest}" "${out}" >"${work}/diff"; then

@@ -48,6 +48,9 @@ void SelectionFlags::add_to(CLI::App* app) {
   app->add_option("--project", project, "project file (default: ./hpclaunch.json if present)");
   app->add_flag("--no-project", no_project, "ignore ./hpclaunch.json");
   app->add_option("--template", template_file, "mustache template (default: the built-in one)");
+  app->add_option("--container", container_image,
+                  "run each task's program in this image (= --set container.image=IMAGE; "
+                  "container.runtime says which runtime)");
 }
 
 SpecRequest SelectionFlags::request(
@@ -55,6 +58,7 @@ SpecRequest SelectionFlags::request(
   SpecRequest r = make_spec_request(preset, cluster, strategy, sets, project, no_project);
   if (!launch.empty()) r.launch = launch;
   r.trainer_args = trainer_args;
+  if (!container_image.empty()) r.container_image = container_image;
   return r;
 }
 

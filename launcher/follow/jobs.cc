@@ -114,6 +114,11 @@ RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& scri
   request.output = replace_job_name_pattern(spec.job.output, run_dir_name(spec.job.name));
   request.error = replace_job_name_pattern(spec.job.error, run_dir_name(spec.job.name));
   request.files = {{"spec.json", spec.canonical_json()}};
+  if (backend.kind() == "local") {
+    // The tasks run here, from the job's working directory: the image must be here too.
+    fs::path workdir = fs::current_path() / spec.job.chdir;
+    check_container_on_this_machine(spec.container, workdir.lexically_normal().string());
+  }
 
   SubmitResult submitted = backend.submit(request);
 

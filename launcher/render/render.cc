@@ -5,6 +5,7 @@
 #include "error.h"
 #include "input_file.h"
 #include "json_file.h"
+#include "render/container_argv.h"
 #include "render/shell.h"
 #include "spec/suggest.h"
 
@@ -158,7 +159,16 @@ const std::vector<std::string>& known_template_names() {
                                                  "launch_torchrun",
                                                  "torchrun_command",
                                                  "torchrun_runs_python",
-                                                 "cpus_per_node"};
+                                                 "cpus_per_node",
+
+                                                 "has_container",
+                                                 "container_runtime",
+                                                 "container_sets_user",
+                                                 "container_wraps_program",
+                                                 "container_command",
+                                                 "container_gpus_auto",
+                                                 "container_arguments",
+                                                 "container_srun_options"};
   return names;
 }
 
@@ -179,6 +189,21 @@ void check_template_names(const std::string& text, const std::string& origin) {
 }
 
 data flag(bool b) { return b ? data::type::bool_true : data::type::bool_false; }
+
+// The container the tasks' program runs in: the words of render/container_argv.h, each
+// shell-quoted by the template ({{arg}}).
+void set_container(data& d, const ContainerSpec& c) {
+  ContainerArgv argv = container_argv(c);
+  d.set("has_container", flag(c.enabled()));
+  d.set("container_runtime", container_runtime_name(c.runtime));  // one of a fixed list
+  // ch-run refuses to start without $USER ("$USER not set"), which a batch job may lack.
+  d.set("container_sets_user", flag(c.runtime == ContainerRuntime::Charliecloud));
+  d.set("container_wraps_program", flag(argv.wraps_program()));
+  d.set("container_command", string_list(argv.command, "arg"));
+  d.set("container_gpus_auto", flag(argv.gpus_auto));
+  d.set("container_arguments", string_list(argv.arguments, "arg"));
+  d.set("container_srun_options", string_list(argv.srun_options, "arg"));
+}
 
 data template_data(const Spec& spec, const RenderContext& ctx) {
   const auto& p = spec.profile;
@@ -248,6 +273,7 @@ data template_data(const Spec& spec, const RenderContext& ctx) {
   d.set("torchrun_runs_python",
         flag(program.size() > 3 && program.compare(program.size() - 3, 3, ".py") == 0));
   d.set("cpus_per_node", std::to_string(spec.shape.cpus_per_gpu * spec.shape.gpus_per_node));
+  set_container(d, spec.container);
   return d;
 }
 

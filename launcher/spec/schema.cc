@@ -75,6 +75,8 @@ const char* type_name(SchemaType t) {
       return "a list of strings";
     case SchemaType::StringOrInteger:
       return "a string or an integer";
+    case SchemaType::BooleanOrString:
+      return "true, false or a string";
     case SchemaType::Object:
       return "an object";
     case SchemaType::Map:
@@ -119,6 +121,8 @@ bool matches(const nlohmann::json& v, SchemaType t) {
       return v.is_boolean();
     case SchemaType::StringOrInteger:
       return v.is_string() || v.is_number_integer();
+    case SchemaType::BooleanOrString:
+      return v.is_boolean() || v.is_string();
     case SchemaType::StringList:
       if (!v.is_array()) return false;
       for (const auto& e : v)
@@ -154,6 +158,10 @@ nlohmann::json parse_set_value(const std::string& text, const SchemaNode& node,
       if (text == "true" || text == "yes" || text == "1") return true;
       if (text == "false" || text == "no" || text == "0") return false;
       throw UserError(where, "expected true or false, got \"" + text + "\"", "write true or false");
+    case SchemaType::BooleanOrString:
+      if (text == "true") return true;
+      if (text == "false") return false;
+      return text;
     case SchemaType::StringList:
     case SchemaType::Object:
     case SchemaType::Map:
@@ -197,6 +205,13 @@ const SchemaNode& spec_schema() {
                       {"max_requeues", kInteger},
                       {"srun_wait", kInteger}})},
       {"trainer", object({{"program", kString}, {"command", kString}, {"args", kStringList}})},
+      // The container each task's program runs in (spec/container.h).
+      {"container", object({{"runtime", kString},
+                            {"image", kString},
+                            {"mounts", kStringList},
+                            {"options", kStringList},
+                            {"workdir", kString},
+                            {"gpus", leaf(SchemaType::BooleanOrString)}})},
   });
   return schema;
 }

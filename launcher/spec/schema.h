@@ -11,7 +11,17 @@
 
 namespace hpc {
 
-enum class SchemaType { String, Integer, Boolean, StringList, StringOrInteger, Object, Map, Json };
+enum class SchemaType {
+  String,
+  Integer,
+  Boolean,
+  StringList,
+  StringOrInteger,
+  BooleanOrString,
+  Object,
+  Map,
+  Json
+};
 
 struct SchemaNode {
   SchemaType type;

@@ -46,7 +46,8 @@ class SpecReader {
   }
   std::string where(const std::string& path) const {
     std::string from = origin(path);
-    if (from == "command line") return "--" + path;  // --preset, --cluster, --strategy
+    // --preset, --cluster, --strategy; --container sets container.image.
+    if (from == "command line") return path == "container.image" ? "--container" : "--" + path;
     return from + ": " + path;
   }
 
@@ -466,6 +467,7 @@ Spec resolve_spec(const Catalog& catalog, const SpecRequest& request) {
   if (request.preset) cli["preset"] = *request.preset;
   if (request.cluster) cli["cluster"] = *request.cluster;
   if (request.strategy) cli["strategy"] = *request.strategy;
+  if (request.container_image) cli["container"]["image"] = *request.container_image;
   if (request.launch) cli["launch"] = *request.launch;
   std::set<std::string> default_origins;
   for (const auto& layer : defaults) default_origins.insert(layer.second);
@@ -553,6 +555,7 @@ Spec resolve_spec(const Catalog& catalog, const SpecRequest& request) {
   check_shape_fits(r, spec);
   read_job(r, spec);
   read_trainer(r, spec);
+  spec.container = read_container(doc, [&r](const std::string& path) { return r.where(path); });
   spec.resolved = std::move(doc);
   return spec;
 }

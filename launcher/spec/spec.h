@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "spec/catalog.h"
+#include "spec/container.h"
 
 namespace hpc {
 
@@ -96,6 +97,7 @@ struct Spec {
   ClusterProfile profile;
   JobOptions job;
   TrainerOptions trainer;
+  ContainerSpec container;  // runtime None: the tasks run on the host
 
   nlohmann::json resolved;                     // the merged document (keys sorted)
   std::map<std::string, std::string> sources;  // leaf key path -> where its value came from
@@ -118,6 +120,7 @@ struct SpecRequest {
   // After `--`: appended to trainer.args. With launch srun or torchrun and no trainer.program
   // from a layer above the defaults, the first word is the program.
   std::optional<std::vector<std::string>> trainer_args;
+  std::optional<std::string> container_image;         // --container IMAGE
   std::vector<std::string> sets;                      // "key.path=value", in order
   std::optional<std::filesystem::path> project_file;  // --project; else ./hpclaunch.json
   bool read_project_file = true;                      // --no-project turns it off

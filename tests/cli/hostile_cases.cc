@@ -16,6 +16,34 @@
 
 namespace cli_test {
 
+std::vector<Hostile> hostile_values(const std::string& root) {
+  std::vector<Hostile> values = {
+      {"command substitution", "$(touch CANARY)"},
+      {"absolute command substitution", "$(touch {root}/CANARY_ABS)"},
+      {"backticks", "`touch CANARY`"},
+      {"single quote", "'"},
+      {"double quote", "\""},
+      {"backslash", "\\"},
+      {"semicolon rm", "; rm -rf CANARY_DIR"},
+      {"variable", "$HOME"},
+      {"glob", "*"},
+      {"hash", "#"},
+      {"newline", "a\nb"},
+      {"newline then substitution", "x\n$(touch CANARY)\n`touch CANARY`\n"},
+      {"everything", "$(touch CANARY) `touch CANARY` ' \" \\ ; rm -rf CANARY_DIR $HOME * # x"},
+      {"quote soup", "'\"'\"\\'\\\"'"},
+      {"looks like an option", "--nodes=99"},
+      {"spaces and a tab", " a\tb "},
+      {"sbatch escapes", "\\\" # \\' --x"},
+      {"braces and percent", "${HOME} %x %j {{x}} {{{y}}} <&>|!~"},
+  };
+  for (auto& h : values) {
+    for (size_t at; (at = h.value.find("{root}")) != std::string::npos;)
+      h.value.replace(at, 6, root);
+  }
+  return values;
+}
+
 void make_fifo(const Sandbox& sb, const std::string& rel) {
   fs::create_directories((sb.root() / rel).parent_path());
   REQUIRE(mkfifo((sb.root() / rel).c_str(), 0644) == 0);

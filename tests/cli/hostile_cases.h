@@ -14,6 +14,16 @@
 
 namespace cli_test {
 
+// A value a user might put into any field, meant as text: command substitution, quotes,
+// backslashes, globs, newlines, option look-alikes, template braces.
+struct Hostile {
+  std::string label;
+  std::string value;
+};
+// "{root}" in a value is replaced by `root`, so a canary with an absolute path lands where the
+// test looks (hostile_values_test.cc, hostile_containers_test.cc).
+std::vector<Hostile> hostile_values(const std::string& root);
+
 // Special files at `rel` (relative to the sandbox root). make_device returns false where the
 // kernel refuses mknod (not root, or a container without CAP_MKNOD): the caller skips.
 void make_fifo(const Sandbox& sb, const std::string& rel);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "hostile_cases.h"
 #include "slurm_stubs.h"
 #include "support/prerequisite.h"
 
@@ -22,40 +23,6 @@ using Catch::Matchers::StartsWith;
 using nlohmann::json;
 
 namespace {
-
-struct Hostile {
-  std::string label;
-  std::string value;
-};
-
-// "{root}" is replaced by `root`, so a canary with an absolute path lands where the test looks.
-std::vector<Hostile> hostile_values(const std::string& root) {
-  std::vector<Hostile> values = {
-      {"command substitution", "$(touch CANARY)"},
-      {"absolute command substitution", "$(touch {root}/CANARY_ABS)"},
-      {"backticks", "`touch CANARY`"},
-      {"single quote", "'"},
-      {"double quote", "\""},
-      {"backslash", "\\"},
-      {"semicolon rm", "; rm -rf CANARY_DIR"},
-      {"variable", "$HOME"},
-      {"glob", "*"},
-      {"hash", "#"},
-      {"newline", "a\nb"},
-      {"newline then substitution", "x\n$(touch CANARY)\n`touch CANARY`\n"},
-      {"everything", "$(touch CANARY) `touch CANARY` ' \" \\ ; rm -rf CANARY_DIR $HOME * # x"},
-      {"quote soup", "'\"'\"\\'\\\"'"},
-      {"looks like an option", "--nodes=99"},
-      {"spaces and a tab", " a\tb "},
-      {"sbatch escapes", "\\\" # \\' --x"},
-      {"braces and percent", "${HOME} %x %j {{x}} {{{y}}} <&>|!~"},
-  };
-  for (auto& h : values) {
-    for (size_t at; (at = h.value.find("{root}")) != std::string::npos;)
-      h.value.replace(at, 6, root);
-  }
-  return values;
-}
 
 bool has_control_chars(const std::string& s) {
   for (unsigned char c : s)
