@@ -42,6 +42,9 @@ void SelectionFlags::add_to(CLI::App* app) {
   app->add_option("--cluster,-c", cluster, "cluster profile (hpclaunch clusters list)");
   app->add_option("--set", sets, "override a key: --set shape.time=08:00:00 (repeatable)")
       ->take_all();
+  app->add_option("--env-pass", env_pass,
+                  "pass this variable of your shell to the job by name, never its value "
+                  "(repeatable; adds to job.env_from_submit)");
   app->add_option("--project", project, "project file (default: ./hpclaunch.json if present)");
   app->add_flag("--no-project", no_project, "ignore ./hpclaunch.json");
   app->add_option("--template", template_file, "mustache template (default: the built-in one)");
@@ -51,6 +54,7 @@ SpecRequest SelectionFlags::request(
     const std::optional<std::vector<std::string>>& trainer_args) const {
   SpecRequest r = make_spec_request(preset, cluster, strategy, sets, project, no_project);
   r.trainer_args = trainer_args;
+  r.env_pass = env_pass;
   return r;
 }
 

@@ -114,6 +114,8 @@ RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& scri
   request.output = replace_job_name_pattern(spec.job.output, run_dir_name(spec.job.name));
   request.error = replace_job_name_pattern(spec.job.error, run_dir_name(spec.job.name));
   request.files = {{"spec.json", spec.canonical_json()}};
+  check_env_from_submit(spec);  // names only below: the values stay in this environment
+  request.env_from_submit = spec.job.env_from_submit;
 
   SubmitResult submitted = backend.submit(request);
 
@@ -159,6 +161,7 @@ RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& scri
 
 int submit_and_follow(const Spec& spec, const std::string& script, const BackendChoice& choice,
                       const std::vector<std::string>& command, const RunOptions& options) {
+  check_env_from_submit(spec);  // before connecting: nothing submitted, exit 2
   auto backend = make_backend(choice);
   RunRecord record = submit_job(*backend, spec, script, choice, command);
 

@@ -36,6 +36,9 @@ Fields profile_fields() {
           {"constraint", kString},
           {"reservation", kString},
           {"modules", kStringList},
+          {"module_purge", kString},
+          {"lmod_init", kString},
+          {"python", object({{"venv", kString}, {"conda", kString}})},
           {"setup", kStringList},
           {"sbatch_extra", kStringList},
           {"gpu_request", kString},
@@ -193,7 +196,8 @@ const SchemaNode& spec_schema() {
                       {"chdir", kString},
                       {"signal_seconds", kInteger},
                       {"max_requeues", kInteger},
-                      {"srun_wait", kInteger}})},
+                      {"srun_wait", kInteger},
+                      {"env_from_submit", kStringList}})},
       {"trainer", object({{"program", kString}, {"command", kString}, {"args", kStringList}})},
   });
   return schema;
