@@ -184,12 +184,14 @@ void check_template_names(const std::string& text, const std::string& origin) {
 
 data flag(bool b) { return b ? data::type::bool_true : data::type::bool_false; }
 
-// A path on the cluster as one bash word: "~/x" -> "${HOME}"/'x' (the home directory where the
-// job runs, not where hpclaunch ran), anything else shell-quoted. The spec refused "~user", $
-// and control characters.
-std::string cluster_path_word(const std::string& path) {
+// A path (or conda name) on the cluster as one bash word: "~/x" -> "${HOME}"/'x' (the home
+// directory where the job runs, not where hpclaunch ran), anything else shell-quoted. The spec
+// refused "~user", $ and control characters. `relative_dot`: a relative path gets "./", so that
+// one starting with '-' is never read as an option (`source -x/bin/activate`).
+std::string cluster_path_word(const std::string& path, bool relative_dot) {
   if (path == "~") return "\"${HOME}\"";
   if (path.rfind("~/", 0) == 0) return "\"${HOME}\"/" + shell_quote(path.substr(2));
+  if (relative_dot && !path.empty() && path[0] != '/') return shell_quote("./" + path);
   return shell_quote(path);
 }
 
@@ -204,14 +206,14 @@ void set_site_env(data& d, const Spec& spec) {
   data inits{data::type::list};
   if (!p.lmod_init.empty()) {
     data item;
-    item.set("path", cluster_path_word(p.lmod_init));
+    item.set("path", cluster_path_word(p.lmod_init, true));
     inits << item;
   }
   d.set("lmod_init", inits);
   d.set("has_venv", flag(!p.python.venv.empty()));
-  d.set("venv", cluster_path_word(p.python.venv));
+  d.set("venv", cluster_path_word(p.python.venv, true));
   d.set("has_conda", flag(!p.python.conda.empty()));
-  d.set("conda", cluster_path_word(p.python.conda));
+  d.set("conda", cluster_path_word(p.python.conda, false));  // a name, or a path
   d.set("has_env_from_submit", flag(!spec.job.env_from_submit.empty()));
   data names{data::type::list};
   for (const auto& n : spec.job.env_from_submit) {

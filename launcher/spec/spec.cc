@@ -262,6 +262,12 @@ void read_site_env(const SpecReader& r, ClusterProfile& p) {
   }
   p.python.venv = cluster_path(r, "profile.python.venv");
   p.python.conda = cluster_path(r, "profile.python.conda");
+  if (!p.python.conda.empty() && p.python.conda[0] == '-') {
+    // `conda activate` would read it as an option.
+    throw UserError(r.where("profile.python.conda"),
+                    "\"" + comment_text(p.python.conda) + "\" starts with '-'",
+                    "name the environment (conda env list) or give its path");
+  }
   if (!p.python.venv.empty() && !p.python.conda.empty()) {
     throw UserError(r.where("profile.python"), "sets both venv and conda",
                     "keep one: --set profile.python.conda=null or profile.python.venv=null");
@@ -522,9 +528,9 @@ void check_env_from_submit(const Spec& spec) {
   if (!missing.empty()) {
     throw UserError("job.env_from_submit",
                     missing.front() + " is not set in this shell (the job would miss it)",
-                    "export " + missing.front() +
-                        " before submitting, or drop it from "
-                        "job.env_from_submit / --env-pass");
+                    "set it (export " + missing.front() +
+                        "=...) before submitting, or remove it from job.env_from_submit / "
+                        "--env-pass");
   }
   for (const auto& name : spec.job.env_from_submit) {
     if (std::string(std::getenv(name.c_str())).find('\n') != std::string::npos) {

@@ -441,10 +441,10 @@ TEST_CASE("job script: jsc modules, NCCL variables and MASTER_ADDR from the IB h
   CHECK(env["UCX_RC_TIMEOUT"] == "4s");
   CHECK(env["MASTER_ADDR"] == "127.0.0.1");
   CHECK(env["MASTER_PORT"] == "24242");
-  CHECK(srun_argv(sb) == std::vector<std::string>{"--kill-on-bad-exit=1", "--wait=60",
-                                                  "--ntasks-per-node=4", "--cpus-per-task=8",
-                                                  "--label", "hpctrain", "train", "--strategy",
-                                                  "fsdp", "--model", "tiny"});
+  CHECK(srun_argv(sb) ==
+        std::vector<std::string>{"--export=ALL", "--kill-on-bad-exit=1", "--wait=60",
+                                 "--ntasks-per-node=4", "--cpus-per-task=8", "--label", "hpctrain",
+                                 "train", "--strategy", "fsdp", "--model", "tiny"});
 }
 
 TEST_CASE("job script: NCCL_P2P_DISABLE=auto decides from nvidia-smi topo -m",
