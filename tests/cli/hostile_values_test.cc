@@ -432,9 +432,11 @@ TEST_CASE("job script: jsc modules, NCCL variables and MASTER_ADDR from the IB h
   INFO(job.describe());
   REQUIRE(job.status == 0);
   CHECK(read_file(sb.root() / "log" / "getent") == "node01i\n");
-  CHECK(module_calls(sb) ==
-        std::vector<std::vector<std::string>>{
-            {"load", "Stages/2024"}, {"load", "GCC"}, {"load", "CUDA"}, {"load", "NCCL"}});
+  CHECK(module_calls(sb) == std::vector<std::vector<std::string>>{{"--force", "purge"},
+                                                                  {"load", "Stages/2024"},
+                                                                  {"load", "GCC"},
+                                                                  {"load", "CUDA"},
+                                                                  {"load", "NCCL"}});
   auto env = srun_env(sb);
   CHECK(env["NCCL_IB_TIMEOUT"] == "50");
   CHECK(env["NCCL_IB_RETRY_CNT"] == "10");
