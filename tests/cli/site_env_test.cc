@@ -220,6 +220,27 @@ TEST_CASE("hostile module names, venv paths and conda names stay literal", "[hos
       CHECK(fs::exists(sb.root() / "log" / "activated"));
       CHECK(srun_env(sb)["HPC_VENV_ON"] == "1");
     }
+    DYNAMIC_SECTION("lmod_init " << v) {
+      Sandbox sb;
+      install_slurm_stubs(sb);
+      fs::remove(sb.root() / "bin" / "module");  // only the init can define it
+      const fs::path init = sb.root() / "init" / v;
+      Run r = render(sb, {{"profile", {{"modules", {"GCC"}}, {"lmod_init", init.string()}}}});
+      INFO(r.describe());
+      if (refused_as_path(v)) {
+        CHECK(r.status == 2);
+        CHECK_THAT(r.err, Contains("profile.lmod_init"));
+        continue;
+      }
+      REQUIRE(r.status == 0);
+      write_file(init, "module() { printf '%s\\0' \"$@\" >>\"${STUB_LOG}/lmod.calls\"; }\n");
+      Run job = run_job_script(sb, "job.sbatch");
+      INFO(job.describe());
+      CHECK(job.status == 0);
+      for (const auto& c : canaries(sb)) CHECK(c.rfind((sb.root() / "init").string(), 0) == 0);
+      CHECK(split_nul(read_file(sb.root() / "log" / "lmod.calls")) ==
+            std::vector<std::string>{"load", "GCC"});
+    }
     DYNAMIC_SECTION("conda " << v) {
       Sandbox sb;
       install_slurm_stubs(sb);
