@@ -198,7 +198,9 @@ std::string cluster_path_word(const std::string& path, bool relative_dot) {
 // Modules, the Python environment and the variables passed from the submitting shell.
 void set_site_env(data& d, const Spec& spec) {
   const auto& p = spec.profile;
-  d.set("has_modules", flag(!p.modules.empty()));
+  // A purge alone (modules removed in a layer above) still runs: the job starts from the site's
+  // bare module set.
+  d.set("has_modules", flag(!p.modules.empty() || p.module_purge != ModulePurge::None));
   d.set("modules", string_list(p.modules, "name"));
   d.set("module_purge", flag(p.module_purge != ModulePurge::None));
   d.set("module_force", flag(p.module_purge == ModulePurge::Force));

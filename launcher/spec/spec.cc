@@ -256,10 +256,6 @@ void read_site_env(const SpecReader& r, ClusterProfile& p) {
                     "\"" + comment_text(p.lmod_init) + "\" is not an absolute path",
                     "name the site's init script, e.g. \"/usr/share/lmod/lmod/init/bash\"");
   }
-  if (p.module_purge != ModulePurge::None && p.modules.empty()) {
-    throw UserError(r.where("profile.module_purge"), "is set, but profile.modules is empty",
-                    "list the modules to load after the purge, or remove module_purge");
-  }
   p.python.venv = cluster_path(r, "profile.python.venv");
   p.python.conda = cluster_path(r, "profile.python.conda");
   if (!p.python.conda.empty() && p.python.conda[0] == '-') {

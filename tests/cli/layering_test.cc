@@ -222,6 +222,7 @@ TEST_CASE("layering: null in a layer removes a key", "[layering]") {
     CHECK_FALSE(r.spec["profile"].contains("modules"));
     CHECK_THAT(r.script, !Contains("export NCCL_IB_RETRY_CNT"));
     CHECK_THAT(r.script, !Contains("module load"));
+    CHECK(has_line(r.script, "if ! module --force purge; then"));  // jsc's purge stays
   }
   SECTION("the requeue signal, from the user's defaults.json") {
     sb.write("xdg/hpclaunch/defaults.json", "{\"job\": {\"error\": \"e.err\"}}");
