@@ -93,6 +93,15 @@ CommandResult run_command(const std::vector<std::string>& argv, const CommandOpt
   posix_spawnattr_setsigdefault(&attr, &all);
 
   std::vector<std::string> env = options.env_only ? options.env : merged_environment(options.env);
+  for (const auto& name : options.pass_env) {
+    const char* value = std::getenv(name.c_str());
+    if (value && options.env_only) env.push_back(name + "=" + value);
+  }
+  for (const auto& name : options.unset_env) {
+    env.erase(std::remove_if(env.begin(), env.end(),
+                             [&](const std::string& kv) { return kv.rfind(name + "=", 0) == 0; }),
+              env.end());
+  }
   // argv[0] is looked up in the PATH the command gets (posix_spawnp would use ours).
   std::string path_value = "/usr/bin:/bin";
   for (const auto& e : env)

@@ -15,6 +15,13 @@ struct CommandOptions {
   std::vector<std::string> env;  // "NAME=value", added to or replacing our environment
   bool env_only = false;         // true: `env` is the whole environment, nothing of ours
   std::string cwd;               // empty: ours
+  // Names of our variables the command must get without their values appearing on any command
+  // line or in any file (job.env_from_submit): a local command inherits them; over SSH they
+  // travel on stdin ahead of stdin_data (ssh_host_io.cc).
+  std::vector<std::string> pass_env;
+  // Names removed from the environment the command gets (a local command only: over SSH the
+  // command runs in the login shell's environment, not ours).
+  std::vector<std::string> unset_env;
 };
 
 struct CommandResult {

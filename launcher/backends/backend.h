@@ -79,6 +79,9 @@ struct SubmitRequest {
   std::string workdir;    // the job's working directory (absolute); "" = the backend's default
   std::string output;     // the spec's job.output pattern; a relative one lands in the run dir
   std::string error;      // the spec's job.error pattern, "" = together with output
+  // Variables of the submitting process passed to the job by name (job.env_from_submit): their
+  // values go from this process's environment to the job's, never into a file or argument.
+  std::vector<std::string> env_from_submit;
   // Files written into the run directory beside script.sbatch (name -> content): spec.json.
   std::vector<std::pair<std::string, std::string>> files;
 };

@@ -126,6 +126,8 @@ SrunOptions parse_srun(const std::vector<std::string>& argv) {
         o.kill_on_bad_exit = value ? count_value(name, *value, 0) != 0 : 1;
       else if (name == "--label" && !value)
         o.label = true;
+      else if (name == "--export" && required() == "ALL")
+        continue;  // what this srun does anyway: each task gets srun's whole environment
       else
         throw UsageError{"unrecognized option '" + a + "'"};
       continue;

@@ -9,10 +9,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <random>
 #include <regex>
 #include <sstream>
 #include <thread>
+
+extern char** environ;
 
 namespace hpc {
 namespace {
@@ -153,6 +156,46 @@ std::vector<std::string> SlurmBackend::find_jobs_by_tag(const std::string& tag) 
   return ids;
 }
 
+// sbatch's --export for the variables passed by name: the mode sbatch would use on that host
+// anyway (its SBATCH_EXPORT, e.g. a site's NONE; unset: ALL), plus the names. On the command
+// line it wins over SBATCH_EXPORT, and a bare name takes its value from sbatch's environment
+// (man sbatch, --export: "Environment variable names may be specified to propagate the current
+// value"). Slurm 22.05 accepts NONE,NAME as well (checked on the test cluster).
+std::string SlurmBackend::export_option(const std::vector<std::string>& names) {
+  CommandOptions o;
+  o.timeout = options_.command_timeout;
+  CommandResult r = host_->run({"printenv", "SBATCH_EXPORT"}, o);
+  std::string mode = r.ok() ? trim(r.out) : "";
+  std::string option = "--export=" + (mode.empty() ? std::string("ALL") : mode);
+  for (const auto& n : names) option += "," + n;
+  return option;
+}
+
+// The variables of an allocation hpclaunch itself runs in (a JupyterLab session that is a Slurm
+// job, an salloc shell): sbatch would copy them into the new job, where those Slurm does not set
+// again for it stay stale, and srun reads them as its own options (man srun, INPUT ENVIRONMENT
+// VARIABLES: SLURM_MEM_PER_CPU, SLURM_MEM_PER_GPU, SLURM_MEM_PER_NODE, SLURM_NTASKS,
+// SLURM_CPUS_PER_GPU, SLURM_GPUS_PER_TASK, SLURM_DISTRIBUTION, SLURM_EXPORT_ENV, ...; newer
+// Slurm adds SLURM_TRES_PER_TASK). A stale SLURM_MEM_PER_CPU beside the job's own
+// SLURM_MEM_PER_GPU ends the step with "SLURM_MEM_PER_CPU, SLURM_MEM_PER_GPU, and
+// SLURM_MEM_PER_NODE are mutually exclusive". Kept: how to reach the cluster (SLURM_CONF,
+// SLURM_CLUSTERS) and output formats, which are the user's, not the allocation's.
+namespace {
+std::vector<std::string> enclosing_allocation_variables() {
+  std::vector<std::string> names;
+  if (!std::getenv("SLURM_JOB_ID") && !std::getenv("SLURM_JOBID")) return names;
+  static const std::vector<std::string> keep = {"SLURM_CONF", "SLURM_CLUSTERS", "SLURM_TIME_FORMAT",
+                                                "SLURM_DEBUG_FLAGS"};
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    std::string name = kv.substr(0, kv.find('='));
+    if (name.rfind("SLURM_", 0) != 0 && name.rfind("SLURMD_", 0) != 0) continue;
+    if (std::find(keep.begin(), keep.end(), name) == keep.end()) names.push_back(name);
+  }
+  return names;
+}
+}  // namespace
+
 SubmitResult SlurmBackend::submit(const SubmitRequest& request) {
   std::string runs_root = host_->absolute(request.runs_root);
   std::string name = run_dir_name(request.job_name);
@@ -166,8 +209,11 @@ SubmitResult SlurmBackend::submit(const SubmitRequest& request) {
   if (!request.error.empty() && !is_absolute(request.error))
     argv.push_back("--error=" + dir_pattern + "/" + request.error);
   if (!request.workdir.empty()) argv.push_back("--chdir=" + request.workdir);
+  if (!request.env_from_submit.empty()) argv.push_back(export_option(request.env_from_submit));
 
   CommandOptions o;
+  o.pass_env = request.env_from_submit;
+  o.unset_env = enclosing_allocation_variables();
   o.stdin_data = request.script;
   o.timeout = options_.command_timeout;
   // The script puts the trainer's metrics into the run directory (for follow's status line).

@@ -37,6 +37,7 @@ class SlurmBackend : public Backend {
   std::optional<JobStatus> status_from_sacct(const std::string& job_id);
   // Jobs whose comment carries `hpclaunch:<tag>`, lowest id first.
   std::vector<std::string> find_jobs_by_tag(const std::string& tag);
+  std::string export_option(const std::vector<std::string>& names);
 
   std::unique_ptr<Host> host_;
   std::string kind_;

@@ -117,6 +117,40 @@ TEST_CASE("submit: sbatch --parsable --hold with our tag, the run directory, the
         std::vector<std::string>{"scontrol", "release", "42"});
 }
 
+TEST_CASE(
+    "submit: variables passed by name: --export keeps the host's SBATCH_EXPORT mode, names "
+    "only, the values left to the host",
+    "[slurm_backend][submit][siteenv]") {
+  for (const auto& [mode, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"", "--export=ALL,WANDB_API_KEY,HF_TOKEN"},
+           {"NONE\n", "--export=NONE,WANDB_API_KEY,HF_TOKEN"},
+           {"ALL,FOO\n", "--export=ALL,FOO,WANDB_API_KEY,HF_TOKEN"}}) {
+    DYNAMIC_SECTION("SBATCH_EXPORT=" << mode) {
+      Fixture f;
+      if (mode.empty())
+        f.host->reply("printenv", failed(""));  // unset: printenv exits 1
+      else
+        f.host->reply("printenv", succeeded(mode));
+      f.host->reply("sbatch", succeeded("42\n")).reply("scontrol", succeeded(""));
+      hpc::SubmitRequest r = request();
+      r.env_from_submit = {"WANDB_API_KEY", "HF_TOKEN"};
+      f.backend->submit(r);
+      CHECK(f.host->calls_of("printenv").at(0).argv ==
+            std::vector<std::string>{"printenv", "SBATCH_EXPORT"});
+      const FakeHost::Call sbatch = f.host->calls_of("sbatch").at(0);
+      CHECK(sbatch.argv.back() == expected);
+      CHECK(sbatch.options.pass_env == r.env_from_submit);
+    }
+  }
+  SECTION("no names: no --export, no printenv") {
+    Fixture f;
+    f.host->reply("sbatch", succeeded("42\n")).reply("scontrol", succeeded(""));
+    f.backend->submit(request());
+    CHECK(f.host->programs_run() == "sbatch scontrol");
+    CHECK(f.host->calls_of("sbatch").at(0).options.pass_env.empty());
+  }
+}
+
 TEST_CASE("submit: absolute log paths stay as given, and no workdir means no --chdir",
           "[slurm_backend][submit]") {
   Fixture f;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "backends/ssh_internal.h"
@@ -57,6 +58,30 @@ std::string remote_command(const std::vector<std::string>& argv,
   return command;
 }
 
+// Variables passed by name (CommandOptions::pass_env) travel on the channel's stdin, one value
+// per line ahead of the command's own input, and a POSIX sh on the login node reads them with
+// `read` before it execs the command: the values never appear in a command line (ps on the
+// login node shows the names only), an SSH environment request (which needs AcceptEnv in the
+// server's sshd_config) or a file. `read` takes one byte at a time from a pipe, so the command's
+// stdin starts right after the last value. A value must not hold a newline (checked before).
+std::string pass_env_values(const std::vector<std::string>& names, std::vector<std::string>& argv,
+                            std::string& missing) {
+  std::string values, reader;
+  for (const auto& name : names) {
+    const char* v = std::getenv(name.c_str());
+    if (!v || std::string(v).find('\n') != std::string::npos) {
+      missing = name;
+      return "";
+    }
+    values += std::string(v) + "\n";
+    reader += "IFS= read -r " + name + " && export " + name + " && ";
+  }
+  std::vector<std::string> wrapped = {"sh", "-c", reader + "exec \"$@\"", "sh"};
+  wrapped.insert(wrapped.end(), argv.begin(), argv.end());
+  argv = std::move(wrapped);
+  return values;
+}
+
 // Sends as much of `input` from `written` on as the remote window takes (never blocks on a
 // full window), then EOF once all of it is sent. False, with nothing else done, when the write
 // failed: the session died, or the command closed its stdin.
@@ -81,12 +106,23 @@ bool feed_stdin(ssh_channel channel, const std::string& input, size_t& written, 
 
 // ------------------------------------------------------------------------------------ run
 
-CommandResult SshHost::run(const std::vector<std::string>& argv, const CommandOptions& options) {
-  if (argv.empty()) throw std::invalid_argument("SshHost::run: empty argv");
+CommandResult SshHost::run(const std::vector<std::string>& given_argv,
+                           const CommandOptions& options) {
+  if (given_argv.empty()) throw std::invalid_argument("SshHost::run: empty argv");
+  CommandResult result;
+  std::vector<std::string> argv = given_argv;
+  std::string passed_values, missing;
+  if (!options.pass_env.empty()) {
+    passed_values = pass_env_values(options.pass_env, argv, missing);
+    if (!missing.empty()) {
+      result.spawn_error = missing + " is unset here or holds a newline; nothing was run";
+      return result;
+    }
+  }
+  // options.unset_env is ours to drop: the login shell's environment never had it.
   const std::string command =
       remote_command(argv, options.env, options.cwd.empty() ? "" : absolute(options.cwd));
 
-  CommandResult result;
   // Opening the channel is safe to repeat after a reconnect; the command has not started.
   ChannelPtr channel = with_connection([&] {
     ChannelPtr c(ssh_channel_new(session_));
@@ -121,16 +157,17 @@ CommandResult SshHost::run(const std::vector<std::string>& argv, const CommandOp
   if (ssh_channel_request_exec(channel.get(), command.c_str()) != SSH_OK) {
     ssh_remove_channel_callbacks(channel.get(), &callbacks);
     if (!session_alive()) {
-      lost("while starting " + argv[0]);
+      lost("while starting " + given_argv[0]);
       channel.reset();
       disconnect();
       return result;
     }
-    result.spawn_error = description_ + " refused to run " + argv[0] + ": " + error_of(session_);
+    result.spawn_error =
+        description_ + " refused to run " + given_argv[0] + ": " + error_of(session_);
     return result;
   }
 
-  const std::string input = options.stdin_data.value_or("");
+  const std::string input = passed_values + options.stdin_data.value_or("");
   size_t written = 0;
   bool eof_sent = false;
   bool dead = false;
@@ -192,7 +229,7 @@ CommandResult SshHost::run(const std::vector<std::string>& argv, const CommandOp
   ssh_remove_channel_callbacks(channel.get(), &callbacks);
 
   if (dead) {
-    lost("while " + argv[0] + " ran");
+    lost("while " + given_argv[0] + " ran");
     channel.reset();
     disconnect();
     return result;

@@ -480,6 +480,8 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
   }
   fs::path state_file = dir / "sweep.json";
   std::map<std::string, json> previous = read_previous_points(state_file);
+  for (const auto& p : points)
+    check_env_from_submit(p.job.spec);  // names set here, before any write
   std::unique_ptr<Backend> made;
   if (!given_backend)
     made = make_backend(choice);  // fails (unreachable host, no sbatch) before any write

@@ -475,6 +475,7 @@ int run_tune(const TuneConfig& config, const BackendChoice& choice,
   std::vector<PoolJob> jobs =
       candidate_jobs(config, catalog, base, cluster, grid.origin, candidates, command);
 
+  for (const auto& j : jobs) check_env_from_submit(j.spec);  // names set here, before any write
   std::unique_ptr<Backend> made;
   if (!given_backend) made = make_backend(choice);
   Backend* backend = given_backend ? given_backend : made.get();

@@ -45,6 +45,9 @@ void SelectionFlags::add_to(CLI::App* app) {
   app->add_option("--cluster,-c", cluster, "cluster profile (hpclaunch clusters list)");
   app->add_option("--set", sets, "override a key: --set shape.time=08:00:00 (repeatable)")
       ->take_all();
+  app->add_option("--env-pass", env_pass,
+                  "pass this variable of your shell to the job by name, never its value "
+                  "(repeatable; adds to job.env_from_submit)");
   app->add_option("--project", project, "project file (default: ./hpclaunch.json if present)");
   app->add_flag("--no-project", no_project, "ignore ./hpclaunch.json");
   app->add_option("--template", template_file, "mustache template (default: the built-in one)");
@@ -59,6 +62,7 @@ SpecRequest SelectionFlags::request(
   if (!launch.empty()) r.launch = launch;
   r.trainer_args = trainer_args;
   if (!container_image.empty()) r.container_image = container_image;
+  r.env_pass = env_pass;
   return r;
 }
 

@@ -25,6 +25,7 @@ struct SelectionFlags {
   std::string container_image;  // --container IMAGE: container.image
   bool no_project = false;
   std::vector<std::string> sets;
+  std::vector<std::string> env_pass;  // --env-pass NAME: job.env_from_submit, by name
 
   void add_to(CLI::App* app);
   SpecRequest request(const std::optional<std::vector<std::string>>& trainer_args) const;

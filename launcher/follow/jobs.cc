@@ -119,6 +119,8 @@ RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& scri
     fs::path workdir = fs::current_path() / spec.job.chdir;
     check_container_on_this_machine(spec.container, workdir.lexically_normal().string());
   }
+  check_env_from_submit(spec);  // names only below: the values stay in this environment
+  request.env_from_submit = spec.job.env_from_submit;
 
   SubmitResult submitted = backend.submit(request);
 
@@ -165,6 +167,7 @@ RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& scri
 
 int submit_and_follow(const Spec& spec, const std::string& script, const BackendChoice& choice,
                       const std::vector<std::string>& command, const RunOptions& options) {
+  check_env_from_submit(spec);  // before connecting: nothing submitted, exit 2
   auto backend = make_backend(choice);
   RunRecord record = submit_job(*backend, spec, script, choice, command);
 

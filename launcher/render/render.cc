@@ -125,6 +125,17 @@ const std::vector<std::string>& known_template_names() {
                                                  "has_modules",
                                                  "modules",
                                                  "name",
+                                                 "module_purge",
+                                                 "module_purge_command",
+                                                 "module_force",
+                                                 "lmod_init",
+                                                 "path",
+                                                 "has_venv",
+                                                 "venv",
+                                                 "has_conda",
+                                                 "conda",
+                                                 "has_env_from_submit",
+                                                 "env_from_submit",
                                                  "has_setup",
                                                  "setup",
                                                  "line",
@@ -205,6 +216,48 @@ void set_container(data& d, const ContainerSpec& c) {
   d.set("container_srun_options", string_list(argv.srun_options, "arg"));
 }
 
+// A path (or conda name) on the cluster as one bash word: "~/x" -> "${HOME}"/'x' (the home
+// directory where the job runs, not where hpclaunch ran), anything else shell-quoted. The spec
+// refused "~user", $ and control characters. `relative_dot`: a relative path gets "./", so that
+// one starting with '-' is never read as an option (`source -x/bin/activate`).
+std::string cluster_path_word(const std::string& path, bool relative_dot) {
+  if (path == "~") return "\"${HOME}\"";
+  if (path.rfind("~/", 0) == 0) return "\"${HOME}\"/" + shell_quote(path.substr(2));
+  if (relative_dot && !path.empty() && path[0] != '/') return shell_quote("./" + path);
+  return shell_quote(path);
+}
+
+// Modules, the Python environment and the variables passed from the submitting shell.
+void set_site_env(data& d, const Spec& spec) {
+  const auto& p = spec.profile;
+  // A purge alone (modules removed in a layer above) still runs: the job starts from the site's
+  // bare module set.
+  d.set("has_modules", flag(!p.modules.empty() || p.module_purge != ModulePurge::None));
+  d.set("modules", string_list(p.modules, "name"));
+  d.set("module_purge", flag(p.module_purge != ModulePurge::None));
+  d.set("module_force", flag(p.module_purge == ModulePurge::Force));
+  d.set("module_purge_command", p.module_purge == ModulePurge::Force ? "--force purge" : "purge");
+  data inits{data::type::list};
+  if (!p.lmod_init.empty()) {
+    data item;
+    item.set("path", cluster_path_word(p.lmod_init, true));
+    inits << item;
+  }
+  d.set("lmod_init", inits);
+  d.set("has_venv", flag(!p.python.venv.empty()));
+  d.set("venv", cluster_path_word(p.python.venv, true));
+  d.set("has_conda", flag(!p.python.conda.empty()));
+  d.set("conda", cluster_path_word(p.python.conda, false));  // a name, or a path
+  d.set("has_env_from_submit", flag(!spec.job.env_from_submit.empty()));
+  data names{data::type::list};
+  for (const auto& n : spec.job.env_from_submit) {
+    data item;
+    item.set("name", n);  // validated: [A-Za-z_][A-Za-z0-9_]*
+    names << item;
+  }
+  d.set("env_from_submit", names);
+}
+
 data template_data(const Spec& spec, const RenderContext& ctx) {
   const auto& p = spec.profile;
   data d;
@@ -226,8 +279,7 @@ data template_data(const Spec& spec, const RenderContext& ctx) {
   }
   d.set("sbatch", sbatch);
 
-  d.set("has_modules", flag(!p.modules.empty()));
-  d.set("modules", string_list(p.modules, "name"));
+  set_site_env(d, spec);
   d.set("has_setup", flag(!p.setup.empty()));
   d.set("setup", string_list(p.setup, "line"));
 

@@ -102,3 +102,37 @@ TEST_CASE("render: a template naming an unknown variable is refused", "[render]"
       Catch::Contains("t.mustache:2:6") && Catch::Contains("{{job_nmae}}"));
   CHECK_NOTHROW(hpc::ScriptTemplate::from_text("{{#sbatch}}{{{directive}}}{{/sbatch}}", "ok"));
 }
+
+TEST_CASE("render: the site environment comes in order, before the job's own environment",
+          "[render][siteenv]") {
+  std::string s = render(
+      resolve("1n1g", "jsc",
+              {"profile.account=p", "profile.module_purge=force", "profile.setup=[\"echo set up\"]",
+               "profile.python.venv=~/venvs/train", "job.env_from_submit=[\"WANDB_API_KEY\"]"}));
+  std::vector<std::string> order = {"if ! type module >/dev/null 2>&1; then",
+                                    "if ! module --force purge; then",
+                                    "if ! module load Stages/2024; then",
+                                    "echo set up",
+                                    "hpc_venv=\"${HOME}\"/venvs/train",
+                                    "source \"${hpc_venv}/bin/activate\"",
+                                    "  WANDB_API_KEY\n",
+                                    "export SLURM_EXPORT_ENV=ALL",
+                                    "export NCCL_IB_TIMEOUT=50",
+                                    "# --- rendezvous",
+                                    "  --export=ALL"};
+  size_t at = 0;
+  for (const auto& part : order) {
+    INFO(part);
+    size_t found = s.find(part, at);
+    REQUIRE(found != std::string::npos);
+    at = found;
+  }
+  CHECK_FALSE(contains(s, "conda activate"));
+}
+
+TEST_CASE("render: a relative venv path gets ./, a conda name stays a name", "[render][siteenv]") {
+  CHECK(contains(render(resolve("1n1g", "generic", {"profile.python.venv=-v/env"})),
+                 "hpc_venv=./-v/env\n"));
+  CHECK(contains(render(resolve("1n1g", "generic", {"profile.python.conda=train"})),
+                 "hpc_conda_env=train\n"));
+}

@@ -1,6 +1,8 @@
 #include "spec/spec.h"
 
 #include <cctype>
+#include <cstdlib>
+#include <cstring>
 #include <regex>
 #include <set>
 
@@ -214,6 +216,90 @@ std::vector<EnvVar> read_env_vars(const SpecReader& r, const json* block, const 
   return vars;
 }
 
+// A path on the cluster the script uses (a virtualenv, conda's prefix, Lmod's init): absolute,
+// relative to the job's directory, or "~/..." for the home directory there. "$" would not expand
+// (every value is quoted), and "~user" is not supported: both are refused with the fix.
+std::string cluster_path(const SpecReader& r, const std::string& path) {
+  std::string s = r.string(path);
+  if (has_control_chars(s)) {
+    throw UserError(r.where(path),
+                    "contains a newline or control character (\"" + comment_text(s) + "\")",
+                    "write the path on one line");
+  }
+  if (s.find_first_of("$`") != std::string::npos) {
+    throw UserError(r.where(path), "\"" + comment_text(s) + "\" holds a $ or `",
+                    "nothing in it is expanded; write ~/ for the home directory on the cluster, "
+                    "e.g. \"~/venvs/train\"");
+  }
+  if (s.size() > 1 && s[0] == '~' && s[1] != '/') {
+    throw UserError(r.where(path), "\"" + comment_text(s) + "\" names another user's home",
+                    "write ~/ (your home on the cluster) or an absolute path");
+  }
+  return s;
+}
+
+void read_site_env(const SpecReader& r, ClusterProfile& p) {
+  const std::string purge = r.string("profile.module_purge");
+  if (purge.empty() || purge == "none")
+    p.module_purge = ModulePurge::None;
+  else if (purge == "purge")
+    p.module_purge = ModulePurge::Purge;
+  else if (purge == "force")
+    p.module_purge = ModulePurge::Force;
+  else {
+    throw UserError(r.where("profile.module_purge"),
+                    "unknown value \"" + comment_text(purge) + "\"",
+                    "use \"none\", \"purge\" (module purge) or \"force\" (module --force purge, "
+                    "for sticky modules)");
+  }
+  p.lmod_init = cluster_path(r, "profile.lmod_init");
+  if (!p.lmod_init.empty() && p.lmod_init[0] != '/' && p.lmod_init[0] != '~') {
+    throw UserError(r.where("profile.lmod_init"),
+                    "\"" + comment_text(p.lmod_init) + "\" is not an absolute path",
+                    "name the site's init script, e.g. \"/usr/share/lmod/lmod/init/bash\"");
+  }
+  p.python.venv = cluster_path(r, "profile.python.venv");
+  p.python.conda = cluster_path(r, "profile.python.conda");
+  if (!p.python.conda.empty() && p.python.conda[0] == '-') {
+    // `conda activate` would read it as an option.
+    throw UserError(r.where("profile.python.conda"),
+                    "\"" + comment_text(p.python.conda) + "\" starts with '-'",
+                    "name the environment (conda env list) or give its path");
+  }
+  if (!p.python.venv.empty() && !p.python.conda.empty()) {
+    throw UserError(r.where("profile.python"), "sets both venv and conda",
+                    "keep one: --set profile.python.conda=null or profile.python.venv=null");
+  }
+}
+
+void read_env_from_submit(const SpecReader& r, const ClusterProfile& p, JobOptions& j) {
+  const std::string where = r.where("job.env_from_submit");
+  for (const auto& name : r.strings("job.env_from_submit")) {
+    if (!is_env_name(name)) {
+      throw UserError(
+          where, "\"" + comment_text(name) + "\" is not an environment variable name",
+          "use letters, digits and '_', not starting with a digit (e.g. WANDB_API_KEY)");
+    }
+    if (name == "MASTER_ADDR" || name == "MASTER_PORT" || name == "PATH" ||
+        name.rfind("SLURM_", 0) == 0 || name.rfind("SBATCH_", 0) == 0 ||
+        name.rfind("HPCLAUNCH_", 0) == 0) {
+      throw UserError(where, name + " is set by Slurm, the script or hpclaunch itself",
+                      "pass only your own variables (tokens, keys), e.g. WANDB_API_KEY");
+    }
+    for (const auto* vars : {&p.env, &p.nccl}) {
+      for (const auto& v : *vars) {
+        if (v.name == name) {
+          throw UserError(where, name + " is also set by the profile (profile.env/nccl)",
+                          "take it from one place: remove it from one of them");
+        }
+      }
+    }
+    if (std::find(j.env_from_submit.begin(), j.env_from_submit.end(), name) ==
+        j.env_from_submit.end())
+      j.env_from_submit.push_back(name);
+  }
+}
+
 void read_shape(const SpecReader& r, const std::string& preset, Shape& s) {
   std::string fix_file = "set it in presets/shapes/" + preset + ".json or with --set shape.";
   s.description = r.string("shape.description");
@@ -264,6 +350,7 @@ void read_profile(const SpecReader& r, const json& doc, ClusterProfile& p) {
                       "remove it");
     }
   }
+  read_site_env(r, p);
   p.setup = r.strings("profile.setup");
   for (const auto& line : p.setup) {
     if (line.find('\n') != std::string::npos) {
@@ -368,6 +455,7 @@ void read_job(const SpecReader& r, Spec& spec) {
   j.srun_wait = r.integer("job.srun_wait", 0, 86400,
                           "set the seconds srun lets the other tasks run after the first ends, "
                           "e.g. 60 (0 waits forever)");
+  read_env_from_submit(r, spec.profile, j);
   long limit = parse_slurm_time(spec.shape.time, r.where("shape.time"));
   if (j.signal_seconds > 0 && limit >= 0 && j.signal_seconds >= limit) {
     throw UserError(r.where("job.signal_seconds"),
@@ -425,6 +513,30 @@ bool is_env_name(const std::string& s) {
   for (unsigned char c : s)
     if (!std::isalnum(c) && c != '_') return false;
   return true;
+}
+
+std::vector<std::string> missing_env_from_submit(const Spec& spec) {
+  std::vector<std::string> missing;
+  for (const auto& name : spec.job.env_from_submit)
+    if (!std::getenv(name.c_str())) missing.push_back(name);
+  return missing;
+}
+
+void check_env_from_submit(const Spec& spec) {
+  auto missing = missing_env_from_submit(spec);
+  if (!missing.empty()) {
+    throw UserError("job.env_from_submit",
+                    missing.front() + " is not set in this shell (the job would miss it)",
+                    "set it (export " + missing.front() +
+                        "=...) before submitting, or remove it from job.env_from_submit / "
+                        "--env-pass");
+  }
+  for (const auto& name : spec.job.env_from_submit) {
+    if (std::string(std::getenv(name.c_str())).find('\n') != std::string::npos) {
+      throw UserError("job.env_from_submit", "the value of " + name + " holds a newline",
+                      "pass a one-line value (e.g. base64-encode it)");
+    }
+  }
 }
 
 long parse_slurm_time(const std::string& text, const std::string& where) {
@@ -534,6 +646,13 @@ Spec resolve_spec(const Catalog& catalog, const SpecRequest& request) {
   merge_layer(doc, project, project_origin, spec.sources);
   merge_layer(doc, cli, "command line", spec.sources);
   for (const auto& [layer, origin] : sets) merge_layer(doc, layer, origin, spec.sources);
+  // --env-pass NAME: appended to job.env_from_submit (names only; the values stay in the shell).
+  if (!request.env_pass.empty()) {
+    json& names = doc["job"]["env_from_submit"];
+    if (!names.is_array()) names = json::array();
+    for (const auto& n : request.env_pass) names.push_back(n);
+    spec.sources["job.env_from_submit"] = "--env-pass";
+  }
   check_json(doc, spec_schema(), "merged spec");
   const SpecReader merged(doc, spec.sources);
   const WhereFn where = [&](const std::string& p) { return merged.where(p); };

@@ -38,11 +38,25 @@ struct Shape {
 
 enum class GpuRequest { GpusPerNode, Gres };
 
+// What `module purge` runs before the loads: nothing, `module purge`, or `module --force purge`
+// (sites with sticky modules, e.g. JSC's Stages).
+enum class ModulePurge { None, Purge, Force };
+
+// The Python environment the script activates (at most one of the two; empty: none). Paths are
+// on the cluster: a leading "~/" is the home directory there.
+struct PythonEnv {
+  std::string venv;   // `source VENV/bin/activate`
+  std::string conda;  // conda's shell hook, then `conda activate CONDA` (a name or a path)
+};
+
 struct ClusterProfile {
   std::string description;
   std::vector<std::string> required;  // profile keys the user must fill in (e.g. "account")
   std::string partition, account, qos, constraint, reservation;
-  std::vector<std::string> modules;       // `module load` each, quoted
+  std::vector<std::string> modules;  // `module load` each, quoted
+  ModulePurge module_purge = ModulePurge::None;
+  std::string lmod_init;  // sourced when the shell has no `module`; "": the usual
+  PythonEnv python;
   std::vector<std::string> setup;         // lines of shell, verbatim (the user's own code)
   std::vector<std::string> sbatch_extra;  // extra "--option=value" directives
   GpuRequest gpu_request = GpuRequest::GpusPerNode;
@@ -61,6 +75,9 @@ struct JobOptions {
   int signal_seconds = 0;  // USR1 this long before the time limit; 0: no requeue handling
   int max_requeues = 0;
   int srun_wait = 0;
+  // Variables passed by name from the submitting shell (sbatch --export=...,NAME): the values
+  // are never written into the script, the spec or the run directory.
+  std::vector<std::string> env_from_submit;
 };
 
 struct TrainerOptions {
@@ -120,8 +137,9 @@ struct SpecRequest {
   // After `--`: appended to trainer.args. With launch srun or torchrun and no trainer.program
   // from a layer above the defaults, the first word is the program.
   std::optional<std::vector<std::string>> trainer_args;
-  std::optional<std::string> container_image;         // --container IMAGE
-  std::vector<std::string> sets;                      // "key.path=value", in order
+  std::optional<std::string> container_image;  // --container IMAGE
+  std::vector<std::string> env_pass;           // --env-pass NAME: appended to job.env_from_submit
+  std::vector<std::string> sets;               // "key.path=value", in order
   std::optional<std::filesystem::path> project_file;  // --project; else ./hpclaunch.json
   bool read_project_file = true;                      // --no-project turns it off
   // A verb that runs hpctrain only ("sweep", "tune"): another launch mode is refused.
@@ -141,6 +159,12 @@ bool is_env_name(const std::string& s);
 // "pkg.train" for `python -m pkg.train`, "hpctrain" for hpctrain), reduced to letters, digits,
 // '.', '_' and '-' (it names the log file and run directory through %x).
 std::string job_name_from_program(const std::string& program, const std::vector<std::string>& args);
+// The names of spec.job.env_from_submit that this process's environment lacks, in order.
+std::vector<std::string> missing_env_from_submit(const Spec& spec);
+
+// Throws UserError (exit 2) naming the first variable of job.env_from_submit that is unset
+// here, or whose value holds a newline: checked before anything is written or submitted.
+void check_env_from_submit(const Spec& spec);
 
 // Merges the layers and validates the result. Throws UserError naming the file (or flag) and
 // key path of the first problem.

@@ -399,19 +399,21 @@ TEST_CASE("job script: jsc modules, NCCL variables and MASTER_ADDR from the IB h
   INFO(job.describe());
   REQUIRE(job.status == 0);
   CHECK(read_file(sb.root() / "log" / "getent") == "node01i\n");
-  CHECK(module_calls(sb) ==
-        std::vector<std::vector<std::string>>{
-            {"load", "Stages/2024"}, {"load", "GCC"}, {"load", "CUDA"}, {"load", "NCCL"}});
+  CHECK(module_calls(sb) == std::vector<std::vector<std::string>>{{"--force", "purge"},
+                                                                  {"load", "Stages/2024"},
+                                                                  {"load", "GCC"},
+                                                                  {"load", "CUDA"},
+                                                                  {"load", "NCCL"}});
   auto env = srun_env(sb);
   CHECK(env["NCCL_IB_TIMEOUT"] == "50");
   CHECK(env["NCCL_IB_RETRY_CNT"] == "10");
   CHECK(env["UCX_RC_TIMEOUT"] == "4s");
   CHECK(env["MASTER_ADDR"] == "127.0.0.1");
   CHECK(env["MASTER_PORT"] == "24242");
-  CHECK(srun_argv(sb) == std::vector<std::string>{"--kill-on-bad-exit=1", "--wait=60",
-                                                  "--ntasks-per-node=4", "--cpus-per-task=8",
-                                                  "--label", "hpctrain", "train", "--strategy",
-                                                  "fsdp", "--model", "tiny"});
+  CHECK(srun_argv(sb) ==
+        std::vector<std::string>{"--export=ALL", "--kill-on-bad-exit=1", "--wait=60",
+                                 "--ntasks-per-node=4", "--cpus-per-task=8", "--label", "hpctrain",
+                                 "train", "--strategy", "fsdp", "--model", "tiny"});
 }
 
 TEST_CASE("job script: NCCL_P2P_DISABLE=auto decides from nvidia-smi topo -m",

@@ -93,7 +93,7 @@ TEST_CASE("layering: a user clusters/NAME.json extending its own name builds on 
   CHECK_FALSE(r.spec["profile"]["env"].contains("UCX_RC_TIMEOUT"));  // removed by null
   CHECK(has_line(r.script, "#SBATCH --partition=develbooster"));
   CHECK(has_line(r.script, "#SBATCH --account=myproj"));
-  CHECK(has_line(r.script, "module load Stages/2024"));
+  CHECK(has_line(r.script, "if ! module load Stages/2024; then"));
   CHECK(has_line(r.script, "hpc_ib_suffix=i"));
   CHECK_THAT(r.script, !Contains("UCX_RC_TIMEOUT"));
 
@@ -222,6 +222,7 @@ TEST_CASE("layering: null in a layer removes a key", "[layering]") {
     CHECK_FALSE(r.spec["profile"].contains("modules"));
     CHECK_THAT(r.script, !Contains("export NCCL_IB_RETRY_CNT"));
     CHECK_THAT(r.script, !Contains("module load"));
+    CHECK(has_line(r.script, "if ! module --force purge; then"));  // jsc's purge stays
   }
   SECTION("the requeue signal, from the user's defaults.json") {
     sb.write("xdg/hpclaunch/defaults.json", "{\"job\": {\"error\": \"e.err\"}}");
