@@ -86,6 +86,12 @@ TEST_CASE("bad input: host lists", "[bad-input]") {
        {},
        {"\"node[1-3]]\"", "column 10", "without a matching '['"}},
       {"empty host list", {"hostlist", "expand", ""}, {}, {"hostlist \"\"", "names no host"}},
+      // compress reads each argument as a host list (as scontrol show hostlist does): a list
+      // with a bad range is refused as expand refuses it.
+      {"compress a list with a bad range",
+       {"hostlist", "compress", "a,node[3-1]"},
+       {},
+       {"\"a,node[3-1]\"", "low > high", "write it as 1-3"}},
   });
 }
 
@@ -135,11 +141,6 @@ std::vector<BadCase> cases_without_fix_hint() {
          "{\"profile\": {\"nccl\": {\"NCCL_P2P_DISABLE\": {\"value\": \"maybe\", \"reason\": "
          "\"r\"}}}}"}},
        {"hpclaunch.json: profile.nccl.NCCL_P2P_DISABLE.value", "\"maybe\" is not 0, 1 or auto"}},
-      // "...; host names cannot contain spaces, commas or brackets": no "pass each host ...".
-      {"compress a host name with a comma",
-       {"hostlist", "compress", "a,b"},
-       {},
-       {"\"a,b\"", "contains ','"}},
       // No fix at all: "arguments after -- are for hpctrain and only go with render".
       {"-- trainer args with validate",
        {"validate", "--preset", "1n2g", "--", "--model", "tiny"},

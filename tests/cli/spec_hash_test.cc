@@ -36,8 +36,9 @@ TEST_CASE("spec hash: header hash is sha256 of --spec-out", "[spec-hash]") {
     DYNAMIC_SECTION(c.preset << " on " << c.cluster << " with " << c.strategy) {
       Sandbox sb;
       Run r = sb.hpclaunch({"render", "--preset", c.preset, "--cluster", c.cluster, "--strategy",
-                            c.strategy, "--set", "profile.account=proj", "-o", "job.sbatch",
-                            "--spec-out", "spec.json"});
+                            c.strategy, "--set", "profile.account=proj", "--set",
+                            "profile.qos=normal", "--set", "shape.mem_per_gpu=16G", "-o",
+                            "job.sbatch", "--spec-out", "spec.json"});
       INFO(r.describe());
       REQUIRE(r.status == 0);
       std::string script = read_file(sb.work() / "job.sbatch");
