@@ -19,7 +19,9 @@ launcher_pkgs=(
   # (only recommended by clang, hence named), and llvm-symbolizer for readable sanitizer reports.
   clang libclang-rt-dev llvm
 )
-cluster_pkgs=(slurmctld slurmd slurm-client munge openssh-server openssh-client iproute2 util-linux procps)
+cluster_pkgs=(slurmctld slurmd slurm-client munge openssh-server openssh-client iproute2 util-linux procps
+  # testcluster.sh --accounting (the preflight tests): slurmdbd with MariaDB, as sites run it
+  slurmdbd mariadb-server)
 # python3: the tests' reference implementation and helper scripts (the product needs no Python).
 trainer_pkgs=(libtorch-dev libgloo-dev libopenblas0-openmp python3 python3-torch python3-numpy)
 

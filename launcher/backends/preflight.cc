@@ -1,6 +1,7 @@
 #include "backends/preflight.h"
 
 #include <algorithm>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -66,15 +67,20 @@ struct PartitionView {
   bool found = false;
 };
 
-std::vector<Fields> read_partitions(Host& host, PreflightReport& report) {
+// nullopt when scontrol failed: a finding for validate --live, skipped before a submission
+// (sbatch then says what is wrong, with its own retries).
+std::optional<std::vector<Fields>> read_partitions(Host& host, PreflightReport& report,
+                                                   bool failure_is_finding) {
   CommandResult r = run_slurm(host, {"scontrol", "show", "partition", "--oneliner"});
   report.checked.push_back("scontrol show partition");
   if (!r.ok()) {
-    report.findings.push_back(
-        {"partition",
-         "scontrol show partition failed on " + host.name() + ": " + failure_line(r, "scontrol"),
-         "check that Slurm's client commands work there"});
-    return {};
+    const std::string what =
+        "scontrol show partition failed on " + host.name() + ": " + failure_line(r, "scontrol");
+    if (failure_is_finding)
+      report.findings.push_back({"partition", what, "check that Slurm's client commands work"});
+    else
+      report.skipped.push_back(what);
+    return std::nullopt;
   }
   std::vector<Fields> parts;
   for (const auto& line : split_lines(r.out))
@@ -97,6 +103,8 @@ PartitionView pick_partition(const std::vector<Fields>& parts, const Spec& spec)
   }
   return v;
 }
+
+std::string nodes_text(long n) { return std::to_string(n) + (n == 1 ? " node" : " nodes"); }
 
 long field_number(const Fields& f, const std::string& key) {
   auto it = f.find(key);
@@ -135,16 +143,16 @@ void check_partition_limits(const std::vector<Fields>& parts, const PartitionVie
   }
   const long max_nodes = field_number(f, "MaxNodes");
   if (max_nodes >= 0 && spec.shape.nodes > max_nodes) {
-    report.findings.push_back(
-        {"nodes",
-         std::to_string(spec.shape.nodes) + " nodes requested, partition " + p.name + " allows " +
-             std::to_string(max_nodes) + " per job (MaxNodes)",
-         "pick a preset with at most " + std::to_string(max_nodes) + " nodes"});
+    report.findings.push_back({"nodes",
+                               std::to_string(spec.shape.nodes) + " nodes requested, partition " +
+                                   p.name + " allows " + std::to_string(max_nodes) +
+                                   " per job (MaxNodes)",
+                               "pick a preset with at most " + nodes_text(max_nodes)});
   } else if (long total = field_number(f, "TotalNodes"); total >= 0 && spec.shape.nodes > total) {
     report.findings.push_back({"nodes",
                                std::to_string(spec.shape.nodes) + " nodes requested, partition " +
                                    p.name + " has " + std::to_string(total),
-                               "pick a preset with at most " + std::to_string(total) + " nodes"});
+                               "pick a preset with at most " + nodes_text(total)});
   }
 }
 
@@ -374,18 +382,17 @@ std::map<std::string, std::string> parse_slurm_fields(const std::string& line) {
 
 PreflightReport preflight_quick(Host& host, const Spec& spec) {
   PreflightReport report;
-  auto parts = read_partitions(host, report);
-  if (!report.findings.empty()) return report;
-  check_partition_limits(parts, pick_partition(parts, spec), spec, report);
+  auto parts = read_partitions(host, report, false);
+  if (parts) check_partition_limits(*parts, pick_partition(*parts, spec), spec, report);
   return report;
 }
 
 PreflightReport preflight_live(Host& host, const Spec& spec, const std::string& script) {
   PreflightReport report;
-  auto parts = read_partitions(host, report);
-  if (report.findings.empty()) {
-    PartitionView p = pick_partition(parts, spec);
-    check_partition_limits(parts, p, spec, report);
+  auto parts = read_partitions(host, report, true);
+  if (parts) {
+    PartitionView p = pick_partition(*parts, spec);
+    check_partition_limits(*parts, p, spec, report);
     if (p.found)
       check_nodes(read_nodes(host, p.name, report), p.name, spec, has_kind(report, "nodes"),
                   report);

@@ -3,6 +3,7 @@
 //
 //   quick (run, submit): one `scontrol show partition --oneliner`: the partition exists and is
 //          UP, the time limit is within its MaxTime, the nodes within MaxNodes and TotalNodes.
+//          A scontrol that fails is skipped there (sbatch then says what is wrong).
 //   live  (validate --live): that, plus `sinfo` (GRES names and counts, CPUs, memory and state
 //          of each node of the partition), `sacctmgr` (the user's associations: account and
 //          QoS; each QoS's MaxWall) where accounting runs, and `sbatch --test-only` of the

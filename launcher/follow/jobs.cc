@@ -114,7 +114,12 @@ namespace {
 void preflight_before_submit(Backend& backend, const Spec& spec) {
   auto* slurm = dynamic_cast<SlurmBackend*>(&backend);
   if (!slurm) return;
-  PreflightReport report = preflight_quick(slurm->host_ref(), spec);
+  PreflightReport report;
+  try {
+    report = preflight_quick(slurm->host_ref(), spec);
+  } catch (const BackendUnreachable&) {
+    return;  // sbatch's own bounded retries wait for the controller and say so (exit 69)
+  }
   if (report.findings.empty()) return;
   const PreflightFinding& first = report.findings.front();
   std::string more;
@@ -186,7 +191,7 @@ RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& scri
 int submit_and_follow(const Spec& spec, const std::string& script, const BackendChoice& choice,
                       const std::vector<std::string>& command, const RunOptions& options) {
   auto backend = make_backend(choice);
-  if (options.preflight) preflight_before_submit(*backend, spec);
+  if (options.preflight) preflight_before_submit(*backend, spec);  // bad input: exit 2
   RunRecord record = submit_job(*backend, spec, script, choice, command);
 
   std::cerr << "hpclaunch: submitted job " << record.job_id << " (" << spec.preset << ", "
