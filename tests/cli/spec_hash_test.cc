@@ -63,7 +63,8 @@ TEST_CASE("spec hash: header hash is sha256 of --spec-out", "[spec-hash]") {
 
       // validate --json reports the same hash and the same document.
       Run v = sb.hpclaunch({"validate", "--json", "--preset", c.preset, "--cluster", c.cluster,
-                            "--strategy", c.strategy, "--set", "profile.account=proj"});
+                            "--strategy", c.strategy, "--set", "profile.account=proj", "--set",
+                            "profile.qos=normal", "--set", "shape.mem_per_gpu=16G"});
       INFO(v.describe());
       REQUIRE(v.status == 0);
       json report = json::parse(v.out);
