@@ -29,7 +29,7 @@ constexpr const char* kExamples = R"(Examples:
   hpclaunch render --preset 2n4g --strategy fsdp --cluster jsc --set profile.account=myproj \
       -o job.sbatch
   hpclaunch render --preset 1n2g --strategy ddp -- --model tiny --max-steps 5
-  hpclaunch validate --preset 2n4g --cluster daic
+  hpclaunch validate --preset 2n4g --cluster jsc --set profile.account=myproj --live
   hpclaunch run --preset 2n4g --strategy fsdp --cluster jsc --set profile.account=myproj
   hpclaunch run --preset 1n2g --local -- --model tiny --max-steps 20
   hpclaunch status 12345; hpclaunch logs -f 12345 --rank 0; hpclaunch cancel 12345; hpclaunch list
