@@ -70,7 +70,7 @@ TEST_CASE("preflight: each mismatch one line, each kind once", "[preflight]") {
   CHECK(host.calls_of("sbatch").at(0).options.stdin_data == std::string("#!/bin/bash\n"));
 }
 
-TEST_CASE("preflight: a job that fits passes; no accounting is skipped, not a mismatch",
+TEST_CASE("preflight: a job that fits passes, and no accounting is skipped, not a mismatch",
           "[preflight]") {
   FakeHost host;
   host.reply_always("scontrol", succeeded(kPartitions));
