@@ -146,7 +146,7 @@ TEST_CASE("a job the cluster can never run: sbatch's reason in one line, exit 2,
     if (!preflight) extra.push_back("--no-preflight");
     auto r = ws.hpclaunch(ws.job_args("submit", "2n4g", extra));
     INFO((preflight ? "preflight" : "--no-preflight") << ": " << r.summary() << "\nstderr:\n"
-                                                       << r.err);
+                                                      << r.err);
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
     CHECK(count_nonempty_lines(r.err) == 1);
