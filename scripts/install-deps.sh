@@ -22,7 +22,9 @@ launcher_pkgs=(
 cluster_pkgs=(slurmctld slurmd slurm-client munge openssh-server openssh-client iproute2 util-linux procps
   # slurm:container: ch-run (Charliecloud, a real HPC container runtime) runs the tasks in an
   # image the test builds from the static busybox (tests/slurm/container_test.cc).
-  charliecloud-runtime busybox-static)
+  charliecloud-runtime busybox-static
+  # testcluster.sh --accounting (the preflight tests): slurmdbd with MariaDB, as sites run it
+  slurmdbd mariadb-server)
 # python3: the tests' reference implementation and helper scripts (the product needs no Python).
 trainer_pkgs=(libtorch-dev libgloo-dev libopenblas0-openmp python3 python3-torch python3-numpy)
 

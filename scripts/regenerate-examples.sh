@@ -28,8 +28,11 @@ export HPCLAUNCH_DATA_DIR="${repo}" XDG_CONFIG_HOME="${work}/no-config" HPCLAUNC
 # The workshop recipe (GPT-2 124M on FineWeb-Edu), as a reviewer would pass it.
 trainer_args=(--model gpt2 --data /path/to/edu_fineweb10B --total-batch-tokens 524288
   --micro-batch 16 --seq-len 1024 --max-steps 19073)
-# Profiles that require an account get a placeholder.
-declare -A cluster_flags=([baskerville]="profile.account=myproject" [jsc]="profile.account=myproject")
+# What profiles require (account, QoS, memory) gets a placeholder: --set KEY=VALUE, space-separated.
+declare -A cluster_flags=(
+  [baskerville]="profile.account=myproject profile.qos=myqos shape.mem_per_gpu=64G"
+  [daic]="profile.account=mygroup shape.mem_per_gpu=16G"
+  [jsc]="profile.account=myproject")
 
 out="${work}/generated"
 mkdir -p "${out}"
@@ -40,7 +43,7 @@ mapfile -t clusters < <("${bin}" clusters list --json | sed -n 's/^ *"name": "\(
 for cluster in "${clusters[@]}"; do
   mkdir -p "${out}/${cluster}"
   set_args=()
-  if [[ -n "${cluster_flags[${cluster}]:-}" ]]; then set_args=(--set "${cluster_flags[${cluster}]}"); fi
+  for assignment in ${cluster_flags[${cluster}]:-}; do set_args+=(--set "${assignment}"); done
   for preset in "${presets[@]}"; do
     for strategy in ddp fsdp zero1 zero2; do
       args=(render --no-project --preset "${preset}" --cluster "${cluster}" --strategy "${strategy}"

@@ -6,6 +6,7 @@
 # InfiniBand aliases (node01i, as on JSC clusters).
 #
 #   scripts/testcluster.sh up     [--dir D] [--nodes N] [--ssh-port P] [--port-base B] [--timeout S]
+#                                 [--accounting]
 #   scripts/testcluster.sh down   [--dir D]
 #   scripts/testcluster.sh status [--dir D]      exit 0 when up, 3 when down
 #   eval "$(scripts/testcluster.sh env [--dir D])"
@@ -16,6 +17,13 @@
 # idempotent; `down` cancels all jobs, then stops only the processes `up` started (found by their
 # pid files, checked against their command line). Slurm port B (default 17000) is slurmctld, B+i
 # is node i's slurmd.
+#
+# --accounting adds what a site with accounting runs, for the preflight tests: MariaDB (its own
+# data directory D/mysql, TCP 127.0.0.1:B+40) and slurmdbd (B+41) with a cluster, an account
+# `hpcproj` and a QoS `quick` (MaxWall 00:10:00) for root and the login user, enforced
+# (AccountingStorageEnforce=associations,limits,qos), and a second partition `short`
+# (MaxTime=00:30:00, MaxNodes=1). Without it (the other tests' cluster) nothing of that starts.
+# ~5 s more on the first `up` (mariadb-install-db), ~1 s later on.
 #
 # D must be a directory that only root can write, with every directory above it searchable by
 # all (munged refuses a socket below a 0700 home): keep it out of the checkout, e.g. under /tmp.
@@ -49,6 +57,7 @@ nodes=2
 ssh_port=2222
 port_base=17000
 timeout_s=60
+accounting=0
 while (($#)); do
   case $1 in
     --dir) dir=${2:?--dir needs a value}; shift 2 ;;
@@ -56,6 +65,7 @@ while (($#)); do
     --ssh-port) ssh_port=${2:?--ssh-port needs a value}; shift 2 ;;
     --port-base) port_base=${2:?--port-base needs a value}; shift 2 ;;
     --timeout) timeout_s=${2:?--timeout needs a value}; shift 2 ;;
+    --accounting) accounting=1; shift ;;
     -h|--help) usage ;;
     *) echo "testcluster: unknown argument '$1'" >&2; usage ;;
   esac
@@ -100,6 +110,16 @@ munged_pid() { owned_pid "$D/run/munged.pid" "--socket=$munge_sock"; }
 slurmctld_pid() { owned_pid "$D/run/slurmctld.pid" "$conf"; }
 slurmd_pid() { owned_pid "$D/run/slurmd-$1.pid" "$conf"; }
 sshd_pid() { owned_pid "$D/run/sshd.pid" "$D/ssh/sshd_config"; }
+mariadbd_pid() { owned_pid "$D/run/mariadbd.pid" "--datadir=$D/mysql"; }
+# slurmdbd has no config flag: it reads slurmdbd.conf beside $SLURM_CONF, which marks it ours.
+slurmdbd_pid() {
+  local pid
+  [[ -r $D/run/slurmdbd.pid ]] || return 1
+  read -r pid <"$D/run/slurmdbd.pid" 2>/dev/null || return 1
+  [[ $pid =~ ^[0-9]+$ && -r /proc/$pid/environ ]] || return 1
+  tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$conf" || return 1
+  echo "$pid"
+}
 
 # True while pid $1 runs. A zombie counts as gone: pid 1 here may take seconds to reap it.
 running() {
@@ -194,16 +214,89 @@ ReturnToService=2
 MinJobAge=3600
 KillWait=5
 MpiDefault=none
-AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 GresTypes=gpu
 EOF
+  if ((accounting)); then
+    cat <<EOF
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=127.0.0.1
+AccountingStoragePort=$((port_base + 41))
+# The munge socket for talking to slurmdbd (AuthInfo covers slurmctld only).
+AccountingStoragePass=$munge_sock
+AccountingStorageEnforce=associations,limits,qos
+EOF
+  else
+    echo "AccountingStorageType=accounting_storage/none"
+  fi
   for ((i = 1; i <= nodes; i++)); do
     name=$(node_name "$i")
     echo "NodeName=$name NodeHostname=$name NodeAddr=127.0.0.1 Port=$((port_base + i))" \
       "CPUs=32 RealMemory=64000 Gres=gpu:tesla:4"
   done
   echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+  if ((accounting)); then
+    echo "PartitionName=short Nodes=ALL MaxTime=00:30:00 MaxNodes=1 State=UP"
+  fi
+}
+
+slurmdbd_conf() {
+  cat <<EOF
+# Written by scripts/testcluster.sh --accounting.
+AuthType=auth/munge
+AuthInfo=socket=$munge_sock
+DbdHost=$(hostname -s)
+DbdAddr=127.0.0.1
+DbdPort=$((port_base + 41))
+SlurmUser=root
+LogFile=$D/log/slurmdbd.log
+PidFile=$D/run/slurmdbd.pid
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$((port_base + 40))
+StorageUser=root
+StorageLoc=slurm_acct_db
+EOF
+}
+
+db_ok() { (: <"/dev/tcp/127.0.0.1/$((port_base + 40))") 2>/dev/null; }
+dbd_ok() { sacctmgr --noheader list cluster format=cluster >/dev/null 2>&1; }
+
+# MariaDB and slurmdbd, then the cluster's accounts: before slurmctld, which registers with it.
+start_accounting() {
+  local tool u
+  for tool in mariadbd mariadb-install-db slurmdbd sacctmgr; do
+    command -v "$tool" >/dev/null || [[ -x $SLURM_SBIN/$tool ]] ||
+      die "'$tool' not found; run scripts/install-deps.sh (mariadb-server, slurmdbd)"
+  done
+  if port_in_use $((port_base + 40)) && ! mariadbd_pid >/dev/null; then
+    die "port $((port_base + 40)) (mariadb) is in use; pick other ports with --port-base"
+  fi
+  if ! mariadbd_pid >/dev/null; then
+    if [[ ! -d $D/mysql/mysql ]]; then
+      rm -rf "${D:?}/mysql" && mkdir -p "$D/mysql"
+      mariadb-install-db --no-defaults --datadir="$D/mysql" --user=root \
+        --auth-root-authentication-method=normal --skip-test-db >"$D/log/mariadb-install.log" 2>&1 ||
+        die "mariadb-install-db failed; see $D/log/mariadb-install.log"
+    fi
+    setsid /usr/sbin/mariadbd --no-defaults --datadir="$D/mysql" --socket="$D/run/mysqld.sock" \
+      --port=$((port_base + 40)) --bind-address=127.0.0.1 --skip-name-resolve \
+      --innodb-buffer-pool-size=16M --pid-file="$D/run/mariadbd.pid" \
+      --log-error="$D/log/mariadb.log" --user=root </dev/null >/dev/null 2>&1 &
+  fi
+  wait_for "mariadb on 127.0.0.1:$((port_base + 40))" "$D/log/mariadb.log" db_ok
+  write_file "$D/etc/slurmdbd.conf" "$(slurmdbd_conf)" 0600 || true
+  if ! slurmdbd_pid >/dev/null; then "$SLURM_SBIN/slurmdbd"; fi
+  wait_for "slurmdbd" "$D/log/slurmdbd.log" dbd_ok
+  # Idempotent: sacctmgr -i says "Nothing new added" (and exits 1) for what exists.
+  local users=(root)
+  [[ $client_user == root ]] || users+=("$client_user")
+  {
+    sacctmgr -i add cluster hpctest
+    sacctmgr -i add qos quick MaxWall=00:10:00
+    sacctmgr -i add account hpcproj cluster=hpctest
+    for u in "${users[@]}"; do sacctmgr -i add user "$u" account=hpcproj qos=normal,quick; done
+  } >>"$D/log/sacctmgr.log" 2>&1 || true
 }
 
 gres_conf() {
@@ -258,8 +351,8 @@ ssh_client_conf() {
 }
 
 cluster_env() {
-  printf 'nodes=%q\nssh_port=%q\nport_base=%q\nclient_user=%q\n' \
-    "$nodes" "$ssh_port" "$port_base" "$client_user"
+  printf 'nodes=%q\nssh_port=%q\nport_base=%q\nclient_user=%q\naccounting=%q\n' \
+    "$nodes" "$ssh_port" "$port_base" "$client_user" "$accounting"
 }
 
 # Writes $2 to file $1 (mode $3) when it differs; returns 1 when it differed.
@@ -300,7 +393,8 @@ ctld_ok() { scontrol ping 2>/dev/null | grep -q 'is UP'; }
 scheduler_ok() { grep -q 'SchedulerParameters=' "$D/log/slurmctld.log" 2>/dev/null; }
 nodes_idle() {
   local states
-  states=$(sinfo -h -N -o '%N %T' 2>/dev/null) || return 1
+  # A node in two partitions (--accounting) has two lines.
+  states=$(sinfo -h -N -o '%N %T' 2>/dev/null | sort -u) || return 1
   [[ $(grep -c ' idle$' <<<"$states") -eq $nodes ]]
 }
 sshd_ok() { (: <"/dev/tcp/127.0.0.1/$ssh_port") 2>/dev/null; }
@@ -393,6 +487,7 @@ cmd_up() {
       --log-file="$D/log/munged.log" --seed-file="$D/munge/munged.seed"
   fi
   wait_for "munged" "$D/log/munged.log" munge_ok
+  if ((accounting)); then start_accounting; fi
 
   # slurmctld: a fresh start forgets earlier jobs, so job ids and queues start empty.
   if ! slurmctld_pid >/dev/null; then
@@ -485,6 +580,8 @@ cmd_down() {
     if pid=$(slurmd_pid "$(node_name "$i")"); then stop_daemon_tree "$pid" 10; fi
   done
   if pid=$(slurmctld_pid); then stop_pids 10 "$pid"; fi
+  if pid=$(slurmdbd_pid); then stop_pids 10 "$pid"; fi
+  if pid=$(mariadbd_pid); then stop_pids 20 "$pid"; fi
   if pid=$(munged_pid); then stop_pids 5 "$pid"; fi
 
   rewrite_hosts ""

@@ -77,13 +77,16 @@ void check_job_id(const std::string& job_id) {
 }  // namespace
 
 bool is_controller_unreachable(const std::string& text) {
-  static const char* const kSigns[] = {"Unable to contact slurm controller",
-                                       "Socket timed out",
-                                       "Connection refused",
-                                       "Zero Bytes were transmitted",
-                                       "Communication connection failure",
-                                       "Slurm backup controller in standby mode",
-                                       "Unable to establish controller machine"};
+  static const char* const kSigns[] = {
+      "Unable to contact slurm controller", "Socket timed out", "Connection refused",
+      "Zero Bytes were transmitted", "Communication connection failure",
+      "Slurm backup controller in standby mode", "Unable to establish controller machine",
+      // The network between: the login node's or the route's
+      "Connection reset by peer", "Connection timed out", "No route to host",
+      "Network is unreachable", "Transport endpoint is not connected",
+      // A controller that refuses for now (busy, in a
+      // reconfigure): "retry later", as unreachable is
+      "Slurm temporarily unable to accept job", "Resource temporarily unavailable"};
   for (const char* s : kSigns)
     if (text.find(s) != std::string::npos) return true;
   return false;

@@ -413,3 +413,23 @@ TEST_CASE("cancel runs scancel with the id, and read_log reads the host's file",
   CHECK(c.next_offset == 14);
   CHECK_FALSE(f.backend->read_log("/runs/x/none.out", 0, 100).exists);
 }
+
+TEST_CASE("slurm backend: what counts as 'retry later' (exit 69), not as bad input",
+          "[slurm-backend]") {
+  // A down or busy controller, or the network to it: retry later.
+  for (const char* text :
+       {"sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect "
+        "failure)",
+        "sbatch: error: Slurm temporarily unable to accept job, sleeping and retrying",
+        "sbatch: error: Batch job submission failed: Resource temporarily unavailable",
+        "scontrol: error: slurm_receive_msg: Socket timed out on send/recv operation",
+        "squeue: error: Connection reset by peer", "sbatch: error: No route to host"})
+    CHECK(hpc::is_controller_unreachable(text));
+  // What the request itself got wrong: fix it (2).
+  for (const char* text : {"sbatch: error: Batch job submission failed: Invalid partition name "
+                           "specified",
+                           "sbatch: error: Batch job submission failed: Node count specification "
+                           "invalid",
+                           "sbatch: error: Invalid account or account/partition combination"})
+    CHECK_FALSE(hpc::is_controller_unreachable(text));
+}

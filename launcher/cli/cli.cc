@@ -29,7 +29,7 @@ constexpr const char* kExamples = R"(Examples:
   hpclaunch render --preset 2n4g --strategy fsdp --cluster jsc --set profile.account=myproj \
       -o job.sbatch
   hpclaunch render --preset 1n2g --strategy ddp -- --model tiny --max-steps 5
-  hpclaunch validate --preset 2n4g --cluster daic
+  hpclaunch validate --preset 2n4g --cluster jsc --set profile.account=myproj --live
   hpclaunch run --preset 2n4g --strategy fsdp --cluster jsc --set profile.account=myproj
   hpclaunch run --preset 1n2g --local -- --model tiny --max-steps 20
   hpclaunch status 12345; hpclaunch logs -f 12345 --rank 0; hpclaunch cancel 12345; hpclaunch list
@@ -38,7 +38,15 @@ constexpr const char* kExamples = R"(Examples:
   hpclaunch sweep --presets 1n1g,1n2g,2n2g --strategy ddp,fsdp --scaling strong -- --model tiny
   hpclaunch report sweeps/1n1g_1n2g_2n2g-ddp_fsdp-strong
   hpclaunch tune --cluster jsc --preset 2n4g --grid grid.json; hpclaunch clusters diff jsc jsc-tuned
-Docs: docs/quickstart.md, docs/presets.md, docs/clusters.md)";
+Exit status (docs/backends.md):
+  0    done: the job COMPLETED, or the command did what it says
+  2    bad input: fix the flags, files or spec (one line says what); nothing was submitted
+  69   the cluster or login node could not be reached: retry later
+  74   standard output could not be written
+  N    a job that ran and failed: its own exit code (124 TIMEOUT, 125 NODE_FAIL,
+       126 PREEMPTED, 137 OUT_OF_MEMORY, 143 CANCELLED, 75 lost; 130: Ctrl-C, it goes on)
+Docs: docs/quickstart.md, docs/presets.md, docs/clusters.md
+)";
 
 struct Verb {
   const char* name;

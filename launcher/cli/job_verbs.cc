@@ -13,11 +13,20 @@ struct SubmitFlags {
   BackendFlags backend;
   RunOptions options;
   int rank = -1;
+  bool no_preflight = false;
+
+  void add_to(CLI::App* verb) {
+    selection.add_to(verb);
+    backend.add_to(verb, true);
+    verb->add_flag("--no-preflight", no_preflight,
+                   "skip comparing the spec with `scontrol show partition` before submitting");
+  }
 };
 
 int run_submit(SubmitFlags f, bool follow, const Invocation& in) {
   Rendered r = render_selection(f.selection, in.trainer_args, in.command);
   if (f.rank >= 0) f.options.rank = f.rank;
+  f.options.preflight = !f.no_preflight;
   f.options.follow = follow;
   return submit_and_follow(r.spec, r.script, f.backend.choice(), in.command, f.options);
 }
@@ -40,8 +49,7 @@ std::shared_ptr<JobFlags> add_job_flags(CLI::App* verb) {
 
 VerbHandler define_run(CLI::App* verb) {
   auto f = std::make_shared<SubmitFlags>();
-  f->selection.add_to(verb);
-  f->backend.add_to(verb, true);
+  f->add_to(verb);
   verb->add_flag("--cancel-on-interrupt", f->options.cancel_on_interrupt,
                  "Ctrl-C cancels the job (default: detach and leave it running)");
   verb->add_option("--rank", f->rank, "stream only this rank's lines");
@@ -52,8 +60,7 @@ VerbHandler define_run(CLI::App* verb) {
 
 VerbHandler define_submit(CLI::App* verb) {
   auto f = std::make_shared<SubmitFlags>();
-  f->selection.add_to(verb);
-  f->backend.add_to(verb, true);
+  f->add_to(verb);
   return [f](const Invocation& in) { return run_submit(*f, false, in); };
 }
 

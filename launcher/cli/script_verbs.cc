@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "atomic_file.h"
+#include "backends/preflight.h"
 #include "cli/flags.h"
 #include "cli/verbs.h"
 #include "error.h"
@@ -151,7 +152,31 @@ struct ValidateFlags {
   SelectionFlags selection;
   std::string script_file;
   bool as_json = false;
+  bool live = false;
+  BackendChoice login;  // --live: where Slurm's commands run (this machine, or --host)
 };
+
+// validate --live: the spec and script against what the cluster says (backends/preflight.h).
+// Each mismatch one line on stdout; 2 when there is any.
+int report_live(const Rendered& r, const ValidateFlags& f) {
+  auto host = make_login_host(f.login);
+  PreflightReport report = preflight_live(*host, r.spec, r.script);
+  std::cout << "preflight on " << host->name() << ": asked";
+  for (const auto& c : report.checked) std::cout << " [" << c << "]";
+  std::cout << "\n";
+  for (const auto& s : report.skipped) std::cout << "skipped: " << s << "\n";
+  for (const auto& m : report.findings)
+    std::cout << "mismatch (" << m.kind << "): " << m.line() << "\n";
+  if (report.findings.empty()) {
+    std::cout << "ok: the cluster would accept this job\n";
+    return 0;
+  }
+  std::cerr << "hpclaunch: error: preflight on " << host->name() << ": " << report.findings.size()
+            << " mismatch" << (report.findings.size() == 1 ? "" : "es")
+            << " between the spec and the cluster (listed above); fix them, nothing was submitted"
+            << std::endl;
+  return kExitUsage;
+}
 
 int run_validate(const ValidateFlags& f, const Invocation& in) {
   if (!f.script_file.empty()) {
@@ -199,7 +224,7 @@ int run_validate(const ValidateFlags& f, const Invocation& in) {
   std::cout << " passes";
   for (size_t i = 0; i < checks.size(); ++i) std::cout << (i ? ", " : " ") << checks[i];
   std::cout << "\n";
-  return 0;
+  return f.live ? report_live(r, f) : 0;
 }
 
 }  // namespace
@@ -221,7 +246,26 @@ VerbHandler define_validate(CLI::App* verb) {
   f->selection.add_to(verb);
   verb->add_option("--script", f->script_file, "check this script file instead of rendering one");
   verb->add_flag("--json", f->as_json, "print the resolved spec as JSON");
-  return [f](const Invocation& in) { return run_validate(*f, in); };
+  verb->add_flag("--live", f->live,
+                 "also ask the cluster (scontrol, sinfo, sacctmgr, sbatch --test-only) on this "
+                 "machine or on --host; exit 2 on any mismatch");
+  verb->add_option("--host", f->login.host, "--live over SSH on this login node");
+  verb->add_option("--ssh-config", f->login.ssh_config, "SSH config file (default ~/.ssh/config)");
+  verb->add_option("--known-hosts", f->login.known_hosts,
+                   "known_hosts file (default ~/.ssh/known_hosts)");
+  verb->add_flag("--accept-new-host-key", f->login.accept_new_host_key,
+                 "trust and record an unknown SSH host key (a changed key is always refused)");
+  verb->footer("Example: hpclaunch validate --preset 2n4g --cluster jsc --live --host login1");
+  return [f](const Invocation& in) {
+    if (!f->live && (!f->login.host.empty() || f->login.accept_new_host_key)) {
+      throw UserError("--host", "only goes with --live", "add --live, or leave --host out");
+    }
+    if (f->live && (f->as_json || !f->script_file.empty())) {
+      throw UserError("--live", "checks a spec rendered here, in text",
+                      "leave out --json and --script when you pass --live");
+    }
+    return run_validate(*f, in);
+  };
 }
 
 }  // namespace hpc

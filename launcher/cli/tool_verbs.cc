@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/verbs.h"
+#include "error.h"
 #include "hostlist.h"
 #include "spec/doctor.h"
 
@@ -24,7 +25,11 @@ VerbHandler define_hostlist(CLI::App* verb) {
   f->expand->add_option("EXPR", f->expr, "host list, e.g. 'node[01-03,7]'")->required();
   f->expand->add_flag("--json", f->as_json, "JSON array");
   f->compress = verb->add_subcommand("compress", "hosts -> compact expression");
-  f->compress->add_option("HOST", f->hosts, "host names (in order)")->required();
+  f->compress
+      ->add_option("HOSTS", f->hosts,
+                   "host names or host lists, in order: 'a,b,c', 'node[1-2]' node3 (as "
+                   "scontrol show hostlist reads its argument)")
+      ->required();
   return [f](const Invocation&) {
     if (f->expand->parsed()) {
       auto list = HostList::expand(f->expr);
@@ -35,7 +40,17 @@ VerbHandler define_hostlist(CLI::App* verb) {
       }
       return 0;
     }
-    if (f->compress->parsed()) std::cout << HostList::compress(f->hosts) << "\n";
+    if (f->compress->parsed()) {
+      // Each argument is a host list itself, as `scontrol show hostlist a,b,c` reads it.
+      std::vector<std::string> hosts;
+      for (const auto& list : f->hosts) {
+        auto part = HostList::expand(list);
+        hosts.insert(hosts.end(), part.begin(), part.end());
+      }
+      if (hosts.empty())
+        throw UserError("hostlist compress", "no host names given", "name at least one host");
+      std::cout << HostList::compress(hosts) << "\n";
+    }
     return 0;
   };
 }

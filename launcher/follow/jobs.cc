@@ -10,6 +10,7 @@
 
 #include "backends/host.h"
 #include "backends/local_backend.h"
+#include "backends/preflight.h"
 #include "backends/slurm_backend.h"
 #include "backends/ssh_host.h"
 #include "cli/version.h"
@@ -81,25 +82,55 @@ std::unique_ptr<Backend> make_backend(const BackendChoice& choice) {
     }
     kind = "slurm";
   }
-  if (kind == "slurm")
-    return std::make_unique<SlurmBackend>(std::make_unique<LocalHost>(), "slurm");
-  if (kind == "ssh") {
-    if (choice.host.empty()) {
-      throw UserError("--backend ssh", "no login node given",
-                      "pass --host LOGIN (a host or an ~/.ssh/config alias)");
-    }
-    SshHostOptions o;
-    o.host = choice.host;
-    o.config_file = choice.ssh_config;
-    o.known_hosts_file = choice.known_hosts;
-    o.accept_new_host_key = choice.accept_new_host_key;
-    auto host = std::make_unique<SshHost>(o);
-    host->connect();  // host key, login, port: fail before anything is written or submitted
-    return std::make_unique<SlurmBackend>(std::move(host), "ssh");
+  if (kind == "slurm" || kind == "ssh") {
+    BackendChoice c = choice;
+    c.kind = kind;
+    return std::make_unique<SlurmBackend>(make_login_host(c), kind);
   }
   if (kind == "local") return std::make_unique<LocalBackend>(absolute_runs_root(choice.runs_dir));
   throw UserError("--backend", "unknown backend \"" + kind + "\"", "use slurm, ssh or local");
 }
+
+std::unique_ptr<Host> make_login_host(const BackendChoice& choice) {
+  const bool ssh = choice.kind == "ssh" || (choice.kind.empty() && !choice.host.empty());
+  if (!ssh) return std::make_unique<LocalHost>();
+  if (choice.host.empty()) {
+    throw UserError("--backend ssh", "no login node given",
+                    "pass --host LOGIN (a host or an ~/.ssh/config alias)");
+  }
+  SshHostOptions o;
+  o.host = choice.host;
+  o.config_file = choice.ssh_config;
+  o.known_hosts_file = choice.known_hosts;
+  o.accept_new_host_key = choice.accept_new_host_key;
+  auto host = std::make_unique<SshHost>(o);
+  host->connect();  // host key, login, port: fail before anything is written or submitted
+  return host;
+}
+
+namespace {
+
+// run and submit: the cheap part of the preflight, one scontrol call on the login node.
+void preflight_before_submit(Backend& backend, const Spec& spec) {
+  auto* slurm = dynamic_cast<SlurmBackend*>(&backend);
+  if (!slurm) return;
+  PreflightReport report;
+  try {
+    report = preflight_quick(slurm->host_ref(), spec);
+  } catch (const BackendUnreachable&) {
+    return;  // sbatch's own bounded retries wait for the controller and say so (exit 69)
+  }
+  if (report.findings.empty()) return;
+  const PreflightFinding& first = report.findings.front();
+  std::string more;
+  if (report.findings.size() > 1)
+    more = " (" + std::to_string(report.findings.size() - 1) +
+           " more: hpclaunch validate --live lists them)";
+  throw UserError("preflight on " + backend.host(), first.what + more,
+                  first.fix + "; or skip the check with --no-preflight");
+}
+
+}  // namespace
 
 RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& script,
                      const BackendChoice& choice, const std::vector<std::string>& command) {
@@ -169,6 +200,7 @@ int submit_and_follow(const Spec& spec, const std::string& script, const Backend
                       const std::vector<std::string>& command, const RunOptions& options) {
   check_env_from_submit(spec);  // before connecting: nothing submitted, exit 2
   auto backend = make_backend(choice);
+  if (options.preflight) preflight_before_submit(*backend, spec);  // bad input: exit 2
   RunRecord record = submit_job(*backend, spec, script, choice, command);
 
   std::cerr << "hpclaunch: submitted job " << record.job_id << " (" << spec.preset << ", "

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/host.h"
 #include "follow/run_record.h"
 #include "render/render.h"
 #include "spec/spec.h"
@@ -26,10 +27,17 @@ struct BackendChoice {
 
 std::unique_ptr<Backend> make_backend(const BackendChoice& choice);
 
+// The login node Slurm's commands run on: this machine, or choice.host over SSH (connected:
+// host key and login checked). What SlurmBackend and `validate --live` work through.
+std::unique_ptr<Host> make_login_host(const BackendChoice& choice);
+
 struct RunOptions {
   bool follow = true;
   bool cancel_on_interrupt = false;
   std::optional<int> rank;
+  // Before submitting (slurm and ssh): one `scontrol show partition` compared with the spec
+  // (backends/preflight.h); a mismatch is bad input, nothing is submitted. --no-preflight.
+  bool preflight = true;
 };
 
 // Submits a rendered spec through `backend` and writes its run record (run.json, and for ssh a

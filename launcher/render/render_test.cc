@@ -36,9 +36,11 @@ bool contains(const std::string& s, const std::string& part) {
 TEST_CASE("render: GPU request syntax follows the cluster profile", "[render]") {
   auto generic = hpc::sbatch_directives(resolve("2n4g", "generic"));
   CHECK(std::find(generic.begin(), generic.end(), "--gpus-per-node=4") != generic.end());
-  auto daic = hpc::sbatch_directives(resolve("1n2g", "daic"));
+  const std::vector<std::string> daic_needs = {"profile.account=g", "shape.mem_per_gpu=8G"};
+  auto daic = hpc::sbatch_directives(resolve("1n2g", "daic", daic_needs));
   CHECK(std::find(daic.begin(), daic.end(), "--gres=gpu:2") != daic.end());
-  auto typed = hpc::sbatch_directives(resolve("1n2g", "daic", {"profile.gpu_type=a40"}));
+  auto typed = hpc::sbatch_directives(resolve(
+      "1n2g", "daic", {"profile.gpu_type=a40", "profile.account=g", "shape.mem_per_gpu=8G"}));
   CHECK(std::find(typed.begin(), typed.end(), "--gres=gpu:a40:2") != typed.end());
 }
 
@@ -50,7 +52,7 @@ TEST_CASE("render: the script's parts come in the documented order", "[render]")
                                     "set -euo pipefail",
                                     "module load Stages/2024",
                                     "export OMP_NUM_THREADS=",
-                                    "export NCCL_IB_TIMEOUT=50",
+                                    "export UCX_RC_TIMEOUT=4s",
                                     "scontrol show hostnames",
                                     "hpc_ib_suffix=i",
                                     "getent ahostsv4",
@@ -67,7 +69,7 @@ TEST_CASE("render: the script's parts come in the documented order", "[render]")
     at = found;
   }
   CHECK(contains(s, "#SBATCH --signal=B:USR1@90"));
-  CHECK(contains(s, "# JSC's IB fabric"));  // the reason, as a comment beside the variable
+  CHECK(contains(s, "# JSC recommends a longer UCX timeout"));  // the reason, as a comment
 }
 
 TEST_CASE("render: NCCL_P2P_DISABLE=auto reads nvidia-smi topo at job start", "[render]") {

@@ -48,6 +48,18 @@ Fields profile_fields() {
           {"port_range", object({{"min", kInteger}, {"max", kInteger}})},
           {"max_gpus_per_node", kInteger},
           {"max_nodes", kInteger},
+          // The site's limits and defaults (docs/clusters.md, spec/site_limits.h).
+          {"partitions", map_of(object({{"max_time", kString},
+                                        {"max_nodes", kInteger},
+                                        {"gpus_per_node", kInteger},
+                                        {"cpus_per_node", kInteger},
+                                        {"mem_per_node", kString}}))},
+          {"qos_limits", map_of(object({{"max_time", kString}, {"max_nodes", kInteger}}))},
+          {"qos_from_time", kBoolean},
+          {"cpus_per_gpu", kInteger},
+          {"mem_per_gpu", kString},
+          // A hint per required key, added to the error when it is missing.
+          {"hints", map_of(kString)},
           {"nccl", map_of(env_var)},
           {"env", map_of(env_var)},
           // What `hpclaunch tune` measured (docs/tuning.md): a record, not read by the renderer.

@@ -13,6 +13,11 @@ std::optional<long> slurm_time_seconds(const std::string& text) {
   for (int i = 1; i <= 4; ++i)
     if (m[i].length() > 9) return std::nullopt;  // no Slurm duration needs more; no overflow
   auto num = [&](int i) { return m[i].matched ? std::stol(m[i].str()) : 0L; };
+  // A unit below another counts to 59 (23 for hours after days): "01:99:00" is a typo, not
+  // 2 h 39 min. The first field alone may be any size ("90" minutes, "48:00:00").
+  if (m[4].matched && num(4) > 59) return std::nullopt;
+  if (m[3].matched && num(3) > 59) return std::nullopt;
+  if (m[1].matched && num(2) > 23) return std::nullopt;
   if (m[1].matched) return num(1) * 86400 + num(2) * 3600 + num(3) * 60 + num(4);
   if (m[4].matched) return num(2) * 3600 + num(3) * 60 + num(4);  // hours:minutes:seconds
   if (m[3].matched) return num(2) * 60 + num(3);                  // minutes:seconds

@@ -8,7 +8,8 @@ namespace hpc {
 
 // minutes | minutes:seconds | hours:minutes:seconds | days-hours | days-hours:minutes |
 // days-hours:minutes:seconds -> seconds (0 included); -1 for UNLIMITED/INFINITE; nullopt when
-// the text is none of these (or has more digits than any Slurm duration).
+// the text is none of these, has more digits than any Slurm duration, or a minute or second of
+// 60 and more after a larger unit ("01:99:00"), or an hour of 24 and more after days.
 std::optional<long> slurm_time_seconds(const std::string& text);
 
 }  // namespace hpc

@@ -14,7 +14,9 @@
 #include "spec/launch.h"
 #include "spec/sbatch_long_options.h"
 #include "spec/schema.h"
+#include "spec/site_limits.h"
 #include "spec/slurm_time.h"
+#include "spec/spec_reader.h"
 #include "spec/suggest.h"
 
 namespace fs = std::filesystem;
@@ -22,100 +24,6 @@ using nlohmann::json;
 
 namespace hpc {
 namespace {
-
-constexpr const char* kDefaultsOrigin = "built-in defaults";
-
-// Reads typed values out of the merged document; every error names where the value came from.
-class SpecReader {
- public:
-  SpecReader(const json& doc, const std::map<std::string, std::string>& sources)
-      : doc_(doc), sources_(sources) {}
-
-  // Where the value at `path` came from. For an object (a map entry, port_range) that is the
-  // layer that set one of its keys, preferring any layer above the built-in defaults.
-  std::string origin(const std::string& path) const {
-    auto it = sources_.find(path);
-    if (it != sources_.end()) return it->second;
-    std::string found;
-    std::string prefix = path + ".";
-    for (auto p = sources_.lower_bound(prefix);
-         p != sources_.end() && p->first.rfind(prefix, 0) == 0; ++p) {
-      if (found.empty() || found == kDefaultsOrigin ||
-          found.find("presets/defaults.json") != std::string::npos)
-        found = p->second;
-    }
-    return found.empty() ? kDefaultsOrigin : found;
-  }
-  std::string where(const std::string& path) const {
-    std::string from = origin(path);
-    // --preset, --cluster, --strategy; --container sets container.image.
-    if (from == "command line") return path == "container.image" ? "--container" : "--" + path;
-    return from + ": " + path;
-  }
-
-  const json* find(const std::string& path) const {
-    const json* node = &doc_;
-    size_t start = 0;
-    while (true) {
-      size_t dot = path.find('.', start);
-      std::string key = path.substr(start, dot - start);
-      if (!node->is_object() || !node->contains(key)) return nullptr;
-      node = &(*node)[key];
-      if (dot == std::string::npos) return node;
-      start = dot + 1;
-    }
-  }
-
-  std::string string(const std::string& path) const {
-    const json* v = find(path);
-    if (!v) return "";
-    if (v->is_number_integer()) return v->dump();  // 18446744073709551615 stays itself
-    return v->get<std::string>();
-  }
-
-  // A string that becomes part of an #SBATCH line: one line only.
-  std::string directive_string(const std::string& path) const {
-    std::string s = string(path);
-    if (has_control_chars(s)) {
-      throw UserError(where(path),
-                      "contains a newline or control character (\"" + comment_text(s) + "\")",
-                      "#SBATCH directives are single lines; remove it");
-    }
-    return s;
-  }
-
-  int integer(const std::string& path, long long min, long long max, const std::string& fix) const {
-    const json* v = find(path);
-    if (!v) {
-      throw UserError(path, "is not set", fix);
-    }
-    // Above LLONG_MAX only as an unsigned number: compared as one, shown as written.
-    const bool above = v->is_number_unsigned() &&
-                       v->get<unsigned long long>() > static_cast<unsigned long long>(max);
-    const long long x = above ? max : v->get<long long>();
-    if (above || x < min || x > max) {
-      std::string range = max >= (1LL << 40)
-                              ? "at least " + std::to_string(min)
-                              : "between " + std::to_string(min) + " and " + std::to_string(max);
-      throw UserError(where(path), v->dump() + " is out of range (" + range + ")", fix);
-    }
-    return static_cast<int>(x);
-  }
-
-  bool boolean(const std::string& path, bool fallback) const {
-    const json* v = find(path);
-    return v ? v->get<bool>() : fallback;
-  }
-
-  std::vector<std::string> strings(const std::string& path) const {
-    const json* v = find(path);
-    return v ? v->get<std::vector<std::string>>() : std::vector<std::string>{};
-  }
-
- private:
-  const json& doc_;
-  const std::map<std::string, std::string>& sources_;
-};
 
 bool matches_charset(const std::string& s, const char* extra) {
   for (unsigned char c : s)
@@ -318,6 +226,29 @@ void read_shape(const SpecReader& r, const std::string& preset, Shape& s) {
   parse_slurm_time(s.time, r.where("shape.time"));
 }
 
+// One entry of profile.required: the key must be non-empty once all layers are merged.
+// mem_per_gpu is the shape's (a site that shares nodes needs a memory request).
+void check_required_key(const SpecReader& r, const std::string& key) {
+  static const std::vector<std::string> fillable = {"partition",  "account",     "qos",
+                                                    "constraint", "reservation", "mem_per_gpu"};
+  if (std::find(fillable.begin(), fillable.end(), key) == fillable.end()) {
+    throw UserError(r.where("profile.required"), "\"" + comment_text(key) + "\" cannot be required",
+                    suggest_fix(key, fillable, "keys"));
+  }
+  const std::string path = key == "mem_per_gpu" ? "shape." + key : "profile." + key;
+  if (!r.string(path).empty()) return;
+  const std::string section = path.substr(0, path.find('.'));
+  std::string fix = "add {\"" + section + "\": {\"" + key +
+                    "\": \"...\"}} to hpclaunch.json or pass --set " + path + "=...";
+  const std::string hint = r.string("profile.hints." + key);
+  if (!hint.empty()) fix += " (" + comment_text(hint) + ")";
+  throw UserError(path,
+                  "cluster \"" + r.string("cluster") +
+                      "\" requires a value here (profile.required in " +
+                      r.origin("profile.required") + ")",
+                  fix);
+}
+
 void read_profile(const SpecReader& r, const json& doc, ClusterProfile& p) {
   p.description = r.string("profile.description");
   p.partition = r.directive_string("profile.partition");
@@ -326,23 +257,7 @@ void read_profile(const SpecReader& r, const json& doc, ClusterProfile& p) {
   p.constraint = r.directive_string("profile.constraint");
   p.reservation = r.directive_string("profile.reservation");
   p.required = r.strings("profile.required");
-  for (const auto& key : p.required) {
-    static const std::vector<std::string> fillable = {"partition", "account", "qos", "constraint",
-                                                      "reservation"};
-    if (std::find(fillable.begin(), fillable.end(), key) == fillable.end()) {
-      throw UserError(r.where("profile.required"),
-                      "\"" + comment_text(key) + "\" cannot be required",
-                      suggest_fix(key, fillable, "keys"));
-    }
-    if (r.string("profile." + key).empty()) {
-      throw UserError("profile." + key,
-                      "cluster \"" + r.string("cluster") +
-                          "\" requires a value here (profile.required in " +
-                          r.origin("profile.required") + ")",
-                      "add {\"profile\": {\"" + key +
-                          "\": \"...\"}} to hpclaunch.json or pass --set profile." + key + "=...");
-    }
-  }
+  for (const auto& key : p.required) check_required_key(r, key);
   p.modules = r.strings("profile.modules");
   for (size_t i = 0; i < p.modules.size(); ++i) {
     if (p.modules[i].empty()) {
@@ -394,6 +309,7 @@ void read_profile(const SpecReader& r, const json& doc, ClusterProfile& p) {
   }
   p.max_gpus_per_node = r.integer("profile.max_gpus_per_node", 0, 64, "use 0 for no limit");
   p.max_nodes = r.integer("profile.max_nodes", 0, 100000, "use 0 for no limit");
+  p.limits = read_site_limits(r);
   p.nccl = read_env_vars(r, r.find("profile.nccl"), "profile.nccl", true);
   p.env = read_env_vars(r, r.find("profile.env"), "profile.env", false);
   for (const auto& v : p.nccl) {
@@ -667,11 +583,14 @@ Spec resolve_spec(const Catalog& catalog, const SpecRequest& request) {
   for (const auto& f : cluster.files) spec.files.push_back(f);
   if (!project_origin.empty()) spec.files.push_back(project_origin);
 
-  // 3. Typed values, each checked.
+  // 3. Typed values, each checked; the site's defaults first, its limits last.
+  apply_site_defaults(doc, spec.sources, shape.files);
   SpecReader r(doc, spec.sources);
   read_shape(r, spec.preset, spec.shape);
   read_profile(r, doc, spec.profile);
   check_shape_fits(r, spec);
+  choose_qos(r, doc, spec.sources, spec);
+  check_site_limits(r, spec);
   read_job(r, spec);
   read_trainer(r, spec);
   spec.container = read_container(doc, [&r](const std::string& path) { return r.where(path); });

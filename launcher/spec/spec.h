@@ -17,6 +17,7 @@
 
 #include "spec/catalog.h"
 #include "spec/container.h"
+#include "spec/site_limits.h"
 
 namespace hpc {
 
@@ -68,6 +69,7 @@ struct ClusterProfile {
   int max_nodes = 0;          // 0: no limit known
   std::vector<EnvVar> nccl;   // NCCL_*; NCCL_P2P_DISABLE may be "auto"
   std::vector<EnvVar> env;
+  SiteLimits limits;  // partitions' and QoS' limits (spec/site_limits.h)
 };
 
 struct JobOptions {

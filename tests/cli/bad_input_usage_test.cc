@@ -86,6 +86,12 @@ TEST_CASE("bad input: host lists", "[bad-input]") {
        {},
        {"\"node[1-3]]\"", "column 10", "without a matching '['"}},
       {"empty host list", {"hostlist", "expand", ""}, {}, {"hostlist \"\"", "names no host"}},
+      // compress reads each argument as a host list (as scontrol show hostlist does): a list
+      // with a bad range is refused as expand refuses it.
+      {"compress a list with a bad range",
+       {"hostlist", "compress", "a,node[3-1]"},
+       {},
+       {"hostlist \"a,node[3-1]\"", "low > high", "write it as 1-3"}},
   });
 }
 
@@ -135,11 +141,6 @@ std::vector<BadCase> cases_without_fix_hint() {
          "{\"profile\": {\"nccl\": {\"NCCL_P2P_DISABLE\": {\"value\": \"maybe\", \"reason\": "
          "\"r\"}}}}"}},
        {"hpclaunch.json: profile.nccl.NCCL_P2P_DISABLE.value", "\"maybe\" is not 0, 1 or auto"}},
-      // "...; host names cannot contain spaces, commas or brackets": no "pass each host ...".
-      {"compress a host name with a comma",
-       {"hostlist", "compress", "a,b"},
-       {},
-       {"\"a,b\"", "contains ','"}},
       // No fix at all: "arguments after -- are for hpctrain and only go with render".
       {"-- trainer args with validate",
        {"validate", "--preset", "1n2g", "--", "--model", "tiny"},
@@ -290,4 +291,36 @@ TEST_CASE("bad input: sweep and tune on the local backend, tune grids", "[bad-in
        {{"work/grid.json", "{\"variables\": {\"NCCL_ALGO\": {\"Ring\": true}}}"}},
        {"grid.json: variables.NCCL_ALGO: expected a list of values, got an object"}},
   });
+}
+
+// The help ends with a newline after its footer, so that whatever the shell or a later message
+// prints starts on its own line (the examples' last line used to run into it).
+TEST_CASE("usage: --help of hpclaunch and of each verb ends its last line", "[bad-input]") {
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{{"--help"},
+                                                                             {"render", "--help"},
+                                                                             {"validate", "--help"},
+                                                                             {"run", "--help"},
+                                                                             {"hostlist", "--help"},
+                                                                             {"sweep", "--help"}}) {
+    Sandbox sb;
+    Run r = sb.hpclaunch(args);
+    INFO(r.describe());
+    REQUIRE(r.status == 0);
+    REQUIRE_FALSE(r.out.empty());
+    CHECK(r.out.back() == '\n');
+    if (args.size() == 1) {
+      CHECK_THAT(r.out, Contains("Exit status"));
+      CHECK_THAT(r.out, Contains("69   the cluster or login node could not be reached"));
+    }
+  }
+}
+
+TEST_CASE("usage: hostlist compress reads each argument as a host list", "[bad-input]") {
+  Sandbox sb;
+  Run r = sb.hpclaunch({"hostlist", "compress", "a,b,c"});
+  INFO(r.describe());
+  CHECK(r.status == 0);
+  CHECK(r.out == "a,b,c\n");
+  r = sb.hpclaunch({"hostlist", "compress", "node[1-2]", "node3"});
+  CHECK(r.out == "node[1-3]\n");
 }

@@ -18,13 +18,17 @@ using Catch::Matchers::StartsWith;
 namespace {
 
 // scontrol, scancel, sacct, sbatch and squeue that note their argv in stubs/calls and answer as
-// STUB_SLURM says: "down" (slurmctld unreachable) or "unknown" (no such job, no accounting).
+// STUB_SLURM says: "down" (slurmctld unreachable), "busy" (it refuses for now) or "unknown" (no
+// such job, no accounting).
 void install_stubs(const Sandbox& sb) {
   const std::string stub =
       "#!/bin/sh\n"
       "echo \"${0##*/} $*\" >>\"$STUB_LOG\"\n"
       "if [ \"$STUB_SLURM\" = down ]; then\n"
       "  echo \"${0##*/}: error: Unable to contact slurm controller (connect failure)\" >&2\n"
+      "elif [ \"$STUB_SLURM\" = busy ]; then\n"
+      "  echo \"${0##*/}: error: Batch job submission failed: Resource temporarily "
+      "unavailable\" >&2\n"
       "elif [ \"${0##*/}\" = sacct ]; then\n"
       "  echo 'sacct: error: Slurm accounting storage is disabled' >&2\n"
       "else\n"
@@ -176,5 +180,14 @@ TEST_CASE("hostile waits: an unreachable scheduler is 69 within a bound, logs wi
     CHECK(j.run.status == 69);
     check_one_line(j.run);
     CHECK_THAT(j.run.err, Contains("after 4 attempts"));
+  }
+  SECTION("submit while slurmctld refuses for now (busy): retry later, 69, not bad input") {
+    Sandbox sb;
+    JobRun j = run_with_stubs(sb, {"submit", "--preset", "1n1g", "--backend", "slurm"}, "busy");
+    INFO(j.run.describe());
+    CHECK_FALSE(j.run.timed_out);
+    CHECK(j.run.status == 69);
+    check_one_line(j.run);
+    CHECK_THAT(j.run.err, Contains("Resource temporarily unavailable"));
   }
 }

@@ -204,23 +204,22 @@ TEST_CASE("layering: -- ARGS append to trainer.args from hpclaunch.json", "[laye
 
 TEST_CASE("layering: null in a layer removes a key", "[layering]") {
   Sandbox sb;
-  SECTION("an NCCL variable of the built-in jsc profile, from hpclaunch.json") {
+  SECTION("an NCCL variable of the built-in daic profile, from hpclaunch.json") {
     sb.write("work/hpclaunch.json",
-             "{\"profile\": {\"account\": \"p\", \"nccl\": {\"NCCL_IB_TIMEOUT\": null}}}");
-    auto r = render(sb, {"--preset", "2n4g", "--cluster", "jsc"});
-    CHECK_FALSE(r.spec["profile"]["nccl"].contains("NCCL_IB_TIMEOUT"));
-    CHECK(r.spec["profile"]["nccl"].contains("NCCL_IB_RETRY_CNT"));
-    CHECK_THAT(r.script, !Contains("NCCL_IB_TIMEOUT"));
-    CHECK(has_line(r.script, "export NCCL_IB_RETRY_CNT=10"));
+             "{\"profile\": {\"account\": \"p\", \"nccl\": {\"NCCL_P2P_DISABLE\": null}},"
+             " \"shape\": {\"mem_per_gpu\": \"16G\"}}");
+    auto r = render(sb, {"--preset", "2n4g", "--cluster", "daic"});
+    CHECK_FALSE(r.spec["profile"]["nccl"].contains("NCCL_P2P_DISABLE"));
+    CHECK_THAT(r.script, !Contains("export NCCL_P2P_DISABLE=1"));
+    CHECK(has_line(r.script, "#SBATCH --gres=gpu:4"));  // the rest of the profile stays
   }
   SECTION("from --set") {
     auto r =
         render(sb, {"--preset", "2n4g", "--cluster", "jsc", "--set", "profile.account=p", "--set",
-                    "profile.nccl.NCCL_IB_RETRY_CNT=null", "--set", "profile.modules=null"});
-    CHECK_FALSE(r.spec["profile"]["nccl"].contains("NCCL_IB_RETRY_CNT"));
-    CHECK(r.spec["profile"]["nccl"].contains("NCCL_IB_TIMEOUT"));
+                    "profile.env.UCX_RC_TIMEOUT=null", "--set", "profile.modules=null"});
+    CHECK_FALSE(r.spec["profile"]["env"].contains("UCX_RC_TIMEOUT"));
     CHECK_FALSE(r.spec["profile"].contains("modules"));
-    CHECK_THAT(r.script, !Contains("export NCCL_IB_RETRY_CNT"));
+    CHECK_THAT(r.script, !Contains("export UCX_RC_TIMEOUT"));
     CHECK_THAT(r.script, !Contains("module load"));
     CHECK(has_line(r.script, "if ! module --force purge; then"));  // jsc's purge stays
   }

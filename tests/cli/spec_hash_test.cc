@@ -36,8 +36,9 @@ TEST_CASE("spec hash: header hash is sha256 of --spec-out", "[spec-hash]") {
     DYNAMIC_SECTION(c.preset << " on " << c.cluster << " with " << c.strategy) {
       Sandbox sb;
       Run r = sb.hpclaunch({"render", "--preset", c.preset, "--cluster", c.cluster, "--strategy",
-                            c.strategy, "--set", "profile.account=proj", "-o", "job.sbatch",
-                            "--spec-out", "spec.json"});
+                            c.strategy, "--set", "profile.account=proj", "--set",
+                            "profile.qos=normal", "--set", "shape.mem_per_gpu=16G", "-o",
+                            "job.sbatch", "--spec-out", "spec.json"});
       INFO(r.describe());
       REQUIRE(r.status == 0);
       std::string script = read_file(sb.work() / "job.sbatch");
@@ -62,7 +63,8 @@ TEST_CASE("spec hash: header hash is sha256 of --spec-out", "[spec-hash]") {
 
       // validate --json reports the same hash and the same document.
       Run v = sb.hpclaunch({"validate", "--json", "--preset", c.preset, "--cluster", c.cluster,
-                            "--strategy", c.strategy, "--set", "profile.account=proj"});
+                            "--strategy", c.strategy, "--set", "profile.account=proj", "--set",
+                            "profile.qos=normal", "--set", "shape.mem_per_gpu=16G"});
       INFO(v.describe());
       REQUIRE(v.status == 0);
       json report = json::parse(v.out);

@@ -387,3 +387,26 @@ TEST_CASE("HostList::compress of names with text after their number (node01i) su
     CHECK(HostList::compress(hosts) + "\n" == r.out);
   }
 }
+
+// `hpclaunch hostlist compress LIST...` reads each argument as a host list, as
+// `scontrol show hostlist a,b,c` reads its argument (it used to refuse "a,b,c" as one host name
+// with a comma): what it prints must name the hosts scontrol's own answer names, in order.
+TEST_CASE("hostlist compress of a host list agrees with scontrol show hostlist",
+          "[hostlist][scontrol]") {
+  std::vector<std::string> lists = {"a,b,c", "node[1-2],node3", "node01,node03,node02",
+                                    "gpu1-ib,gpu2-ib", "n1,n1,n2"};
+  int count = 0;
+  for (const auto& g : generated_expressions()) {
+    if (++count > 60) break;
+    lists.push_back(g.expr);
+  }
+  for (const auto& list : lists) {
+    const auto slurm = run_process({"scontrol", "show", "hostlist", list});
+    INFO("list: " << list << ", scontrol: " << slurm.summary());
+    REQUIRE(slurm.err.empty());
+    const std::string ours = HostList::compress(HostList::expand(list));
+    CHECK(first_difference(scontrol_hostnames(ours).hosts,
+                           scontrol_hostnames(output_lines(slurm.out).at(0)).hosts) == "");
+  }
+  CHECK(HostList::compress(HostList::expand("a,b,c")) == "a,b,c");
+}

@@ -139,14 +139,21 @@ TEST_CASE("status, logs and cancel of an unknown job: one clear line, exit 2", "
 TEST_CASE("a job the cluster can never run: sbatch's reason in one line, exit 2, nothing left",
           "[slurm][verbs][refused]") {
   Workspace ws("refused");
-  // 3 nodes on a 2-node cluster: EnforcePartLimits=ALL makes sbatch refuse it at once.
-  auto r = ws.hpclaunch(ws.job_args("submit", "2n4g", {"--set", "shape.nodes=3"}));
-  INFO(r.summary() << "\nstderr:\n" << r.err);
-  CHECK(r.exit_code == 2);
-  CHECK(r.out.empty());
-  CHECK(count_nonempty_lines(r.err) == 1);
-  CHECK(contains(r.err, "Node count specification invalid"));
-  CHECK(!file_exists(ws.work() + "/runs"));
+  // 3 nodes on a 2-node cluster: the preflight (scontrol show partition) refuses it before
+  // sbatch runs; with --no-preflight, EnforcePartLimits=ALL makes sbatch refuse it at once.
+  for (bool preflight : {true, false}) {
+    std::vector<std::string> extra = {"--set", "shape.nodes=3"};
+    if (!preflight) extra.push_back("--no-preflight");
+    auto r = ws.hpclaunch(ws.job_args("submit", "2n4g", extra));
+    INFO((preflight ? "preflight" : "--no-preflight") << ": " << r.summary() << "\nstderr:\n"
+                                                      << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(count_nonempty_lines(r.err) == 1);
+    CHECK(contains(r.err, preflight ? "3 nodes requested, partition debug has 2"
+                                    : "Node count specification invalid"));
+    CHECK(!file_exists(ws.work() + "/runs"));
+  }
   auto all = run({"scontrol", "show", "job", "--oneliner"});
   CHECK(!contains(all.out, "JobName=" + ws.job_name() + " "));
 }
