@@ -24,8 +24,14 @@ struct SelectionFlags {
   std::string preset, cluster, strategy, project, template_file;
   bool no_project = false;
   std::vector<std::string> sets;
+  // Per-run sbatch features (docs/jobs.md): each becomes its spec key, checked there.
+  std::vector<std::string> after, mail_type;
+  std::string array, mail_user, partition, account, qos, constraint, reservation;
+  bool exclusive = false;
 
   void add_to(CLI::App* app);
+  void add_job_feature_flags(CLI::App* app);
+  std::vector<std::pair<nlohmann::json, std::string>> flag_layers() const;
   SpecRequest request(const std::optional<std::vector<std::string>>& trainer_args) const;
 };
 

@@ -35,6 +35,7 @@ Fields profile_fields() {
           {"qos", kString},
           {"constraint", kString},
           {"reservation", kString},
+          {"exclusive", kBoolean},
           {"modules", kStringList},
           {"setup", kStringList},
           {"sbatch_extra", kStringList},
@@ -193,7 +194,11 @@ const SchemaNode& spec_schema() {
                       {"chdir", kString},
                       {"signal_seconds", kInteger},
                       {"max_requeues", kInteger},
-                      {"srun_wait", kInteger}})},
+                      {"srun_wait", kInteger},
+                      {"after", kStringList},
+                      {"array", kString},
+                      {"mail_type", kStringList},
+                      {"mail_user", kString}})},
       {"trainer", object({{"program", kString}, {"command", kString}, {"args", kStringList}})},
   });
   return schema;

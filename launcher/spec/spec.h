@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "spec/catalog.h"
+#include "spec/job_features.h"
 
 namespace hpc {
 
@@ -40,6 +41,7 @@ struct ClusterProfile {
   std::string description;
   std::vector<std::string> required;  // profile keys the user must fill in (e.g. "account")
   std::string partition, account, qos, constraint, reservation;
+  bool exclusive = false;                 // --exclusive: whole nodes, shared with no other job
   std::vector<std::string> modules;       // `module load` each, quoted
   std::vector<std::string> setup;         // lines of shell, verbatim (the user's own code)
   std::vector<std::string> sbatch_extra;  // extra "--option=value" directives
@@ -59,6 +61,11 @@ struct JobOptions {
   int signal_seconds = 0;  // USR1 this long before the time limit; 0: no requeue handling
   int max_requeues = 0;
   int srun_wait = 0;
+  std::vector<Dependency> after;       // --dependency: start after these jobs (docs/jobs.md)
+  std::string array;                   // --array indexes as written ("0-9%2"); "": one job
+  ArrayIndexes array_indexes;          // the same, expanded
+  std::vector<std::string> mail_type;  // --mail-type words, upper case
+  std::string mail_user;               // --mail-user address
 };
 
 struct TrainerOptions {
@@ -101,6 +108,9 @@ struct SpecRequest {
   std::vector<std::string> sets;                         // "key.path=value", in order
   std::optional<std::filesystem::path> project_file;     // --project; else ./hpclaunch.json
   bool read_project_file = true;                         // --no-project turns it off
+  // Per-run flags (--array, --after, --qos, ...): each a layer above the project file and below
+  // --set, with the flag as its origin ("--array").
+  std::vector<std::pair<nlohmann::json, std::string>> flag_layers;
 };
 
 // A request from command-line words, as `render`, `sweep` and `tune` take them: "" leaves that
