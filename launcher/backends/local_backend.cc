@@ -146,14 +146,14 @@ SubmitResult LocalBackend::submit(const SubmitRequest& request) {
     throw UserError("--backend local",
                     "cannot wait for other jobs (#SBATCH --dependency=" +
                         comment_text(options.dependency) + "): it runs a job at once",
-                    "run them one after another (hpclaunch run ... && hpclaunch run ...), or "
-                    "submit to Slurm");
+                    "use Slurm (--backend slurm, or --host LOGIN), or chain local runs: "
+                    "hpclaunch run ... && hpclaunch run ...");
   }
   if (!options.array.empty()) {
     throw UserError("--backend local",
                     "runs no job arrays (#SBATCH --array=" + comment_text(options.array) + ")",
-                    "submit the array to Slurm, or run one task at a time with --set "
-                    "job.array=null");
+                    "use Slurm for the array (--backend slurm, or --host LOGIN), or remove "
+                    "job.array (--set job.array=null) to run one job here");
   }
   LocalSubmitContext context = submit_context();
   LocalJobPlace place = place_local_job(request, options, context);

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -211,6 +212,12 @@ JobStatus array_status(const std::string& array_id, const std::vector<JobStatus>
     }
     if (!worst || exit_status_for(t) > exit_status_for(*worst)) worst = &t;
   }
+  // scontrol lists the newest task first: show them by index, those not started (a range) last.
+  auto index = [](const std::string& task) {
+    return all_digits(task) && !task.empty() && task.size() < 10 ? std::stol(task) : LONG_MAX;
+  };
+  std::stable_sort(a.array_tasks.begin(), a.array_tasks.end(),
+                   [&](const auto& x, const auto& y) { return index(x.first) < index(y.first); });
   std::string detail;
   for (const auto& [state, n] : counts)
     detail += (detail.empty() ? "" : ", ") + std::to_string(n) + " " + state;

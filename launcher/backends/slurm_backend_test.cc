@@ -441,6 +441,18 @@ TEST_CASE("status: an array is its worst task, a task is its own line or the pen
     CHECK(s.detail == "(array: 2 FAILED, 1 COMPLETED); worst: task 0");
     CHECK(f.host->programs_run() == "scontrol");  // no sacct for an array
   }
+  SECTION("tasks are listed by index, as scontrol does not (newest first)") {
+    Fixture f;
+    std::string lines = array_lines("COMPLETED", "FAILED", "RUNNING", "3-4");
+    std::vector<std::string> split;
+    for (size_t at = 0, nl; (nl = lines.find('\n', at)) != std::string::npos; at = nl + 1)
+      split.push_back(lines.substr(at, nl - at + 1));
+    f.host->reply("scontrol", succeeded(split[3] + split[2] + split[1] + split[0]));
+    hpc::JobStatus s = f.backend->status("42");
+    CHECK(s.array_tasks ==
+          std::vector<std::pair<std::string, std::string>>{
+              {"0", "COMPLETED"}, {"1", "FAILED"}, {"2", "RUNNING"}, {"3-4", "PENDING"}});
+  }
   SECTION("all completed") {
     Fixture f;
     f.host->reply("scontrol", succeeded(array_lines("COMPLETED", "COMPLETED", "COMPLETED", "")));

@@ -77,7 +77,7 @@ void add_array_element(const std::string& element, const std::string& text,
       throw UserError(where,
                       quoted + " has more than " + std::to_string(kMaxArrayTasks) +
                           " tasks (hpclaunch makes a run directory for each)",
-                      "split it into several arrays, or use a step (0-99999:10)");
+                      "use several smaller arrays, or a step (0-99999:10)");
     }
   }
 }
@@ -108,7 +108,7 @@ ArrayIndexes parse_array_indexes(const std::string& text, const std::string& whe
     throw UserError(
         where,
         "\"" + comment_text(text) + "\" has more than " + std::to_string(kMaxArrayTasks) + " tasks",
-        "split it into several arrays");
+        "use several smaller arrays");
   }
   return result;
 }

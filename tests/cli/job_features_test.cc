@@ -102,12 +102,12 @@ TEST_CASE("bad input: the local backend refuses dependencies and arrays", "[bad-
       {"submit --local --after",
        {"submit", "--preset", "1n1g", "--strategy", "ddp", "--local", "--after", "5"},
        {},
-       {"--backend local", "cannot wait for other jobs", "--dependency=afterok:5",
+       {"--backend local", "cannot wait for other jobs", "--dependency=afterok:5", "use Slurm",
         "hpclaunch run ... && hpclaunch run ..."}},
       {"run --local --array",
        {"run", "--preset", "1n1g", "--strategy", "ddp", "--local", "--array", "0-2"},
        {},
-       {"--backend local", "runs no job arrays", "--array=0-2", "submit the array to Slurm"}},
+       {"--backend local", "runs no job arrays", "--array=0-2", "use Slurm for the array"}},
   });
 }
 

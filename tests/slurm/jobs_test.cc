@@ -128,7 +128,7 @@ TEST_CASE("run --array follows every task to the end and exits with the worst ta
                  "#SBATCH --array=0-2%2\n"));
 }
 
-TEST_CASE("--after: B starts once A completed; after a failed A it never runs",
+TEST_CASE("dependencies: B --after A starts once A completed, and never after a failed A",
           "[slurm][jobs][dependency]") {
   Workspace ws("after");
   // A runs a little while, so that B is submitted while A still runs.
