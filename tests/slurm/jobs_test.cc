@@ -23,6 +23,7 @@ std::string write_task_program(const Workspace& ws) {
       << "#!/bin/bash\n"
          "echo \"task id=${SLURM_ARRAY_TASK_ID:-unset} "
          "array=${SLURM_ARRAY_JOB_ID:-unset} job=${SLURM_JOB_ID}\"\n"
+         "echo \"{\\\"task\\\": ${SLURM_ARRAY_TASK_ID:-0}}\" > \"$HPCTRAIN_METRICS\"\n"
          "if [[ \"${SLURM_ARRAY_TASK_ID:-}\" == \"${TASK_FAILING:-none}\" ]]; then\n"
          "  exit \"${TASK_EXIT:-0}\"\n"
          "fi\n";
@@ -87,6 +88,9 @@ TEST_CASE("a 3-task array: each task its own SLURM_ARRAY_TASK_ID, log and run di
     const std::string text = read_file(log);
     CHECK(contains(text, "task id=" + std::to_string(task) + " array=" + job + " "));
     CHECK(count_lines_with(text, "task id=") == 1);  // its own file, no other task's lines
+    // The trainer's metrics (HPCTRAIN_METRICS) land in the task's directory too.
+    const std::string metrics = ws.work() + "/runs/" + ws.job_name() + "-" + id + "/metrics.jsonl";
+    CHECK(read_file(metrics) == "{\"task\": " + std::to_string(task) + "}\n");
 
     // status and logs of one task, by its Slurm id.
     auto one = ws.hpclaunch({"status", id});
