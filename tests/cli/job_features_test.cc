@@ -3,6 +3,7 @@
 // local backend refuses what it cannot honour; hostile values stay text in the script.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -179,5 +180,56 @@ TEST_CASE("hostile values: per-run flags stay text in the #SBATCH lines", "[host
     INFO(job.describe());
     CHECK(job.status == 0);
     CHECK(canaries(sb).empty());
+  }
+}
+
+// The test cluster's sbatch (Slurm 22.05) as the oracle for --array: what sbatch refuses,
+// hpclaunch refuses; what hpclaunch accepts, sbatch accepts. hpclaunch is stricter where sbatch
+// reads a likely typo somehow (measured: sbatch takes all of kStricter).
+TEST_CASE("job arrays: hpclaunch's grammar against the real sbatch --test-only",
+          "[sbatch][job-features]") {
+  const std::string sbatch = find_program("sbatch");
+  const char* conf = std::getenv("SLURM_CONF");
+  Sandbox sb;
+  std::vector<std::string> env = sb.env();
+  if (sbatch.empty() || !conf || !*conf)
+    return hpc::test::missing_prerequisite("sbatch and SLURM_CONF of the test cluster");
+  env.push_back(std::string("SLURM_CONF=") + conf);
+  // A job the test cluster can hold, with every feature that needs no site setup.
+  Run r = sb.hpclaunch({"render", "--preset", "1n1g", "--strategy", "ddp", "--set",
+                        "shape.cpus_per_gpu=1", "--exclusive", "--mail-type", "END,FAIL",
+                        "--mail-user", "ada@example.org", "-o", "job.sbatch"});
+  REQUIRE(r.status == 0);
+  Run plain = spawn({sbatch, "--test-only", "job.sbatch"}, sb.work(), env);
+  INFO("sbatch --test-only job.sbatch: " << plain.describe());
+  if (plain.status != 0 && plain.err.find("Unable to contact") != std::string::npos)
+    return hpc::test::missing_prerequisite("the test cluster's controller");
+  REQUIRE(plain.status == 0);
+
+  const std::vector<std::string> both_accept = {"0-9", "0-15:4", "1,3,5", "0,6,16-18", "0-9%2",
+                                                "7",   "3,1,3",  "4-4",   "0-1000"};
+  const std::vector<std::string> both_refuse = {"1-", "5-3", "0-15:0", "0-15:", "3:2", "-1"};
+  const std::vector<std::string> stricter = {"0-9%0", "0-9%", "1,,2", "1,", "01", "+1", "0-9%x"};
+  auto sbatch_takes = [&](const std::string& a) {
+    return spawn({sbatch, "--test-only", "--array=" + a, "job.sbatch"}, sb.work(), env).status == 0;
+  };
+  auto hpclaunch_takes = [&](const std::string& a) {
+    return sb.hpclaunch({"render", "--preset", "1n1g", "--strategy", "ddp", "--array", a}).status ==
+           0;
+  };
+  for (const auto& a : both_accept) {
+    INFO("--array " << a);
+    CHECK(sbatch_takes(a));
+    CHECK(hpclaunch_takes(a));
+  }
+  for (const auto& a : both_refuse) {
+    INFO("--array " << a);
+    CHECK_FALSE(sbatch_takes(a));
+    CHECK_FALSE(hpclaunch_takes(a));
+  }
+  for (const auto& a : stricter) {
+    INFO("--array " << a);
+    CHECK(sbatch_takes(a));
+    CHECK_FALSE(hpclaunch_takes(a));
   }
 }
