@@ -24,6 +24,7 @@ std::string write_task_program(const Workspace& ws) {
          "echo \"task id=${SLURM_ARRAY_TASK_ID:-unset} "
          "array=${SLURM_ARRAY_JOB_ID:-unset} job=${SLURM_JOB_ID}\"\n"
          "echo \"{\\\"task\\\": ${SLURM_ARRAY_TASK_ID:-0}}\" > \"$HPCTRAIN_METRICS\"\n"
+         "sleep \"${TASK_SLEEP:-0}\"\n"
          "if [[ \"${SLURM_ARRAY_TASK_ID:-}\" == \"${TASK_FAILING:-none}\" ]]; then\n"
          "  exit \"${TASK_EXIT:-0}\"\n"
          "fi\n";
@@ -130,6 +131,38 @@ TEST_CASE("run --array follows every task to the end and exits with the worst ta
   CHECK(s["array_tasks"] == json({{"0", "COMPLETED"}, {"1", "FAILED"}, {"2", "COMPLETED"}}));
   CHECK(contains(read_file(ws.work() + "/runs/" + ws.job_name() + "-" + job + "/script.sbatch"),
                  "#SBATCH --array=0-2%2\n"));
+}
+
+TEST_CASE("cancel of one array task, then of the whole array", "[slurm][jobs][array]") {
+  Workspace ws("array-cancel");
+  const std::string program = write_task_program(ws);
+  auto sub = ws.hpclaunch(
+      ws.job_args("submit", "1n1g", {"--set", "trainer.program=" + program, "--array", "0-1"}),
+      {"TASK_SLEEP=60"});
+  INFO(sub.summary() << "\n" << sub.err);
+  REQUIRE(sub.exit_code == 0);
+  const std::string job = lines_of(sub.out).at(0);
+  // Both tasks run at once (two nodes); cancel only once each has started its program.
+  for (const char* task : {"_0", "_1"}) {
+    const std::string id = job + task;
+    REQUIRE(wait_file_contains(
+        ws.work() + "/runs/" + ws.job_name() + "-" + id + "/" + ws.job_name() + "-" + id + ".out",
+        "task id="));
+  }
+  auto one = ws.hpclaunch({"cancel", job + "_1"});
+  INFO(one.summary() << "\n" << one.err);
+  CHECK(one.exit_code == 0);
+  CHECK(contains(one.err, "cancel requested for job " + job + "_1"));
+  CHECK(wait_status(ws, job + "_1", {"CANCELLED"}) == "CANCELLED");
+  CHECK(status_json(ws, job + "_0")["state"] == "RUNNING");
+  CHECK(status_json(ws, job)["state"] == "RUNNING");  // the array goes on while a task runs
+
+  auto all = ws.hpclaunch({"cancel", job});
+  CHECK(all.exit_code == 0);
+  CHECK(wait_status(ws, job, {"CANCELLED", "COMPLETED", "FAILED"}) == "CANCELLED");
+  CHECK(status_json(ws, job)["array_tasks"] == json({{"0", "CANCELLED"}, {"1", "CANCELLED"}}));
+  auto again = ws.hpclaunch({"cancel", job});
+  CHECK(contains(again.err, "already ended (CANCELLED)"));
 }
 
 TEST_CASE("dependencies: B --after A starts once A completed, and never after a failed A",
