@@ -376,7 +376,7 @@ void check_array_log_pattern(const SpecReader& r, const std::string& key,
     return;
   throw UserError(r.where(key),
                   "\"" + comment_text(pattern) + "\" is one file for every task of the array " +
-                      "(job.array " + r.origin("job.array") + ")",
+                      "(job.array from " + r.origin("job.array") + ")",
                   "put %a (the task index) in it, e.g. \"%x-%A_%a.out\"");
 }
 
