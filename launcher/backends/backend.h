@@ -29,6 +29,10 @@ struct JobStatus {
   std::string stderr_path;        // StdErr=
   std::string detail;             // extra words for the user (who cancelled it, when)
   bool found = true;              // false: the controller no longer knows the job
+  // A job array (the id of the whole array): its tasks' states, and the state of the worst one
+  // above (array_status). A task (123_4) or a plain job: empty.
+  std::vector<std::pair<std::string, std::string>> array_tasks;  // "4" -> "FAILED" ("5-9": pending)
+  std::string array_job_id, array_task_id;  // scontrol's ArrayJobId=, ArrayTaskId= ("" if none)
 
   // A state the job does not leave (REQUEUED jobs come back as PENDING).
   bool terminal() const;
@@ -84,6 +88,9 @@ struct SubmitRequest {
   std::vector<std::string> env_from_submit;
   // Files written into the run directory beside script.sbatch (name -> content): spec.json.
   std::vector<std::pair<std::string, std::string>> files;
+  // A job array's task indexes (the script's --array): each task gets its own run directory,
+  // <runs_root>/<job_name>-<array job id>_<task>/, for its log and metrics. Empty: one job.
+  std::vector<long> array_tasks;
 };
 
 struct SubmitResult {

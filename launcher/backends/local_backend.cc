@@ -1,5 +1,7 @@
 #include "backends/local_backend.h"
 
+#include "render/shell.h"
+
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
@@ -139,6 +141,20 @@ std::string LocalBackend::executable(const std::string& submit_dir) const {
 
 SubmitResult LocalBackend::submit(const SubmitRequest& request) {
   SbatchOptions options = parse_sbatch_options(request.script, "batch script");
+  // No scheduler here: nothing could wait for another job, nor run tasks side by side.
+  if (!options.dependency.empty()) {
+    throw UserError("--backend local",
+                    "cannot wait for other jobs (#SBATCH --dependency=" +
+                        comment_text(options.dependency) + "): it runs a job at once",
+                    "use Slurm (--backend slurm, or --host LOGIN), or chain local runs: "
+                    "hpclaunch run ... && hpclaunch run ...");
+  }
+  if (!options.array.empty()) {
+    throw UserError("--backend local",
+                    "runs no job arrays (#SBATCH --array=" + comment_text(options.array) + ")",
+                    "use Slurm for the array (--backend slurm, or --host LOGIN), or remove "
+                    "job.array (--set job.array=null) to run one job here");
+  }
   LocalSubmitContext context = submit_context();
   LocalJobPlace place = place_local_job(request, options, context);
   std::error_code ec;

@@ -20,9 +20,9 @@ namespace {
 
 // ---- #SBATCH parsing ------------------------------------------------------------------------
 
-// sbatch's short options that take a value ("A:B:c:C:d:D:e:F:G:i:J:L:m:M:n:N:o:p:q:S:t:w:x:").
+// sbatch's short options that take a value ("a:A:B:c:C:d:D:e:F:G:i:J:L:m:M:n:N:o:p:q:S:t:w:x:").
 bool short_option_takes_value(char c) {
-  return std::strchr("ABcCdDeFGiJLmMnNopqStwx", c) != nullptr;
+  return std::strchr("aABcCdDeFGiJLmMnNopqStwx", c) != nullptr;
 }
 
 }  // namespace
@@ -121,8 +121,9 @@ SbatchOptions parse_sbatch_options(const std::string& script, const std::string&
     } else if (a.size() >= 2 && a[0] == '-' && a[1] != '-') {
       // Short options, possibly clustered ("-Hv"); the first one with a value ends the cluster.
       static const std::map<char, std::string> long_name = {
-          {'J', "job-name"}, {'N', "nodes"},  {'n', "ntasks"}, {'c', "cpus-per-task"},
-          {'t', "time"},     {'o', "output"}, {'e', "error"},  {'D', "chdir"}};
+          {'J', "job-name"}, {'N', "nodes"},     {'n', "ntasks"}, {'c', "cpus-per-task"},
+          {'t', "time"},     {'o', "output"},    {'e', "error"},  {'D', "chdir"},
+          {'a', "array"},    {'d', "dependency"}};
       for (size_t c = 1; c < a.size(); ++c) {
         if (!short_option_takes_value(a[c])) continue;
         if (c + 1 < a.size())
@@ -161,6 +162,10 @@ SbatchOptions parse_sbatch_options(const std::string& script, const std::string&
       o.chdir = value;
     } else if (name == "open-mode") {
       o.open_mode_append = value == "append" || value == "a";
+    } else if (name == "array") {
+      o.array = value;
+    } else if (name == "dependency") {
+      o.dependency = value;
     } else if (name == "requeue") {
       o.requeue = true;
       o.no_requeue = false;

@@ -22,6 +22,8 @@ struct SbatchOptions {
   bool signal_batch_only = false;  //   B: only the batch shell gets it
   bool requeue = false;            // --requeue
   bool no_requeue = false;         // --no-requeue
+  std::string array;               // --array / -a (the local backend refuses it)
+  std::string dependency;          // --dependency / -d (the local backend refuses it)
 
   int tasks() const;  // ntasks, else ntasks_per_node x nodes, else 1
 };

@@ -1,6 +1,9 @@
 #include "backends/slurm_backend.h"
 
+#include "error.h"
+#include "follow/follow.h"
 #include "follow/run_record.h"
+#include "spec/job_features.h"
 #include "spec/slurm_time.h"
 #include "text.h"
 
@@ -10,6 +13,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <climits>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -115,6 +119,8 @@ JobStatus parse_scontrol_job(const std::string& line) {
   };
   JobStatus s;
   s.id = get("JobId");
+  s.array_job_id = get("ArrayJobId");
+  s.array_task_id = get("ArrayTaskId");
   std::string state = get("JobState");
   s.state = state.empty() ? "UNKNOWN" : state;
   s.reason = get("Reason");
@@ -136,6 +142,102 @@ JobStatus parse_scontrol_job(const std::string& line) {
   }
   if (!s.terminal() && s.state != "PENDING") s.exit_code = -1;
   return s;
+}
+
+namespace {
+
+// Whether a pending array record's ArrayTaskId ("1-5,7%2") still holds task `task`.
+bool array_record_holds(const std::string& task_ids, const std::string& task) {
+  if (!all_digits(task) || task.size() > 7) return false;
+  try {
+    const auto held = parse_array_indexes(task_ids, "ArrayTaskId").indexes;
+    return std::binary_search(held.begin(), held.end(), std::stol(task));
+  } catch (const UserError&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+std::optional<JobStatus> select_job_status(const std::string& job_id,
+                                           const std::vector<JobStatus>& lines) {
+  const size_t underscore = job_id.find('_');
+  if (underscore != std::string::npos) {
+    const std::string array_id = job_id.substr(0, underscore);
+    const std::string task = job_id.substr(underscore + 1);
+    const JobStatus* holder = nullptr;
+    for (const auto& s : lines) {
+      if (s.array_job_id != array_id) continue;
+      if (s.array_task_id == task) {
+        JobStatus found = s;
+        found.id = job_id;
+        return found;
+      }
+      // The array's pending record ("5-9%2") still holds the tasks not yet started.
+      if (s.state == "PENDING" && array_record_holds(s.array_task_id, task)) holder = &s;
+    }
+    if (!holder) return std::nullopt;
+    JobStatus pending = *holder;
+    pending.id = job_id;
+    pending.array_task_id = task;
+    pending.stdout_path.clear();
+    pending.stderr_path.clear();
+    return pending;
+  }
+  std::vector<JobStatus> tasks;
+  for (const auto& s : lines)
+    if (s.array_job_id == job_id && !s.array_task_id.empty()) tasks.push_back(s);
+  if (!tasks.empty()) return array_status(job_id, tasks);
+  for (const auto& s : lines)
+    if (s.id == job_id) return s;
+  return std::nullopt;
+}
+
+JobStatus array_status(const std::string& array_id, const std::vector<JobStatus>& tasks) {
+  JobStatus a;
+  a.id = array_id;
+  a.array_job_id = array_id;
+  const JobStatus* worst = nullptr;
+  const JobStatus* pending = nullptr;
+  bool running = false;
+  std::vector<std::pair<std::string, int>> counts;  // state -> tasks, in order of appearance
+  for (const auto& t : tasks) {
+    a.array_tasks.emplace_back(t.array_task_id, t.state);
+    auto it = std::find_if(counts.begin(), counts.end(),
+                           [&](const auto& c) { return c.first == t.state; });
+    if (it == counts.end())
+      counts.emplace_back(t.state, 1);
+    else
+      ++it->second;
+    a.elapsed_seconds = std::max(a.elapsed_seconds, t.elapsed_seconds);
+    a.restarts = std::max(a.restarts, t.restarts);
+    if (!t.terminal()) {
+      running = running || t.state != "PENDING";
+      if (t.state == "PENDING" && !pending) pending = &t;
+      continue;
+    }
+    if (!worst || exit_status_for(t) > exit_status_for(*worst)) worst = &t;
+  }
+  // scontrol lists the newest task first: show them by index, those not started (a range) last.
+  auto index = [](const std::string& task) {
+    return all_digits(task) && !task.empty() && task.size() < 10 ? std::stol(task) : LONG_MAX;
+  };
+  std::stable_sort(a.array_tasks.begin(), a.array_tasks.end(),
+                   [&](const auto& x, const auto& y) { return index(x.first) < index(y.first); });
+  std::string detail;
+  for (const auto& [state, n] : counts)
+    detail += (detail.empty() ? "" : ", ") + std::to_string(n) + " " + state;
+  a.detail = "(array: " + detail + ")";
+  if (running || pending) {
+    a.state = running ? "RUNNING" : "PENDING";
+    if (!running) a.reason = pending->reason;
+    return a;
+  }
+  a.state = worst->state;
+  a.exit_code = worst->exit_code;
+  a.exit_signal = worst->exit_signal;
+  if (worst->state != "COMPLETED") a.detail += "; worst: task " + worst->array_task_id;
+  return a;
 }
 
 SlurmBackend::SlurmBackend(std::unique_ptr<Host> host, std::string kind,
@@ -204,6 +306,10 @@ SubmitResult SlurmBackend::submit(const SubmitRequest& request) {
   std::string name = run_dir_name(request.job_name);
   std::string dir_pattern = runs_root + "/" + name + "-%j";
   std::string tag = random_tag();
+
+  // An array's tasks each log into their own run directory: <name>-<array id>_<task index>.
+  const bool array = !request.array_tasks.empty();
+  if (array) dir_pattern = runs_root + "/" + name + "-%A_%a";
 
   std::vector<std::string> argv = {"sbatch", "--parsable", "--hold", "--comment=hpclaunch:" + tag};
   // Logs go into the run directory unless the spec names an absolute path.
@@ -284,6 +390,8 @@ SubmitResult SlurmBackend::submit(const SubmitRequest& request) {
     host_->write_file(result.run_dir + "/script.sbatch", request.script, 0755);
     for (const auto& [file, content] : request.files)
       host_->write_file(result.run_dir + "/" + file, content, 0644);
+    for (long task : request.array_tasks)
+      host_->make_dirs(result.run_dir + "_" + std::to_string(task));
     CommandOptions ro;
     ro.timeout = options_.command_timeout;
     CommandResult released;
@@ -361,16 +469,18 @@ JobStatus SlurmBackend::status(const std::string& job_id) {
   if (r.ok()) {
     std::istringstream in(r.out);
     std::string line;
+    std::vector<JobStatus> lines;
     while (std::getline(in, line)) {
-      JobStatus s = parse_scontrol_job(line);
-      if (s.id == job_id) {
-        // sacct knows who cancelled a job; scontrol does not.
-        if (s.state == "CANCELLED" && has_sacct_.value_or(true)) {
-          if (auto acct = status_from_sacct(job_id); acct && !acct->detail.empty())
-            s.detail = acct->detail;
-        }
-        return s;
+      if (!trim(line).empty()) lines.push_back(parse_scontrol_job(line));
+    }
+    if (auto found = select_job_status(job_id, lines)) {
+      JobStatus s = *found;
+      // sacct knows who cancelled a job; scontrol does not.
+      if (s.state == "CANCELLED" && s.array_tasks.empty() && has_sacct_.value_or(true)) {
+        if (auto acct = status_from_sacct(job_id); acct && !acct->detail.empty())
+          s.detail = acct->detail;
       }
+      return s;
     }
   }
   std::string why = one_line(r.err);

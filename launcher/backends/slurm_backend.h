@@ -47,6 +47,17 @@ class SlurmBackend : public Backend {
 
 // Parses one line of `scontrol show job -o` (Key=Value pairs) into a status. Exposed for tests.
 JobStatus parse_scontrol_job(const std::string& line);
+
+// The lines of `scontrol show job -o ID` that answer for `job_id`: the job itself; for a task
+// (123_4) its own line, or the pending array record that still holds it; for a whole array
+// (123) every task's line, summed up by array_status. nullopt when none does.
+std::optional<JobStatus> select_job_status(const std::string& job_id,
+                                           const std::vector<JobStatus>& lines);
+
+// A job array as one job: PENDING or RUNNING while any task has not ended, then the state of
+// the worst task (the one whose exit status hpclaunch would report highest, follow.h); the
+// tasks' states go to array_tasks and a count of each to detail.
+JobStatus array_status(const std::string& array_id, const std::vector<JobStatus>& tasks);
 // Whether a Slurm client's error text means the controller could not be reached (retryable).
 bool is_controller_unreachable(const std::string& text);
 

@@ -433,3 +433,111 @@ TEST_CASE("slurm backend: what counts as 'retry later' (exit 69), not as bad inp
                            "sbatch: error: Invalid account or account/partition combination"})
     CHECK_FALSE(hpc::is_controller_unreachable(text));
 }
+
+TEST_CASE("submit: an array's tasks log into run directories of their own, made while held",
+          "[slurm_backend][submit][array]") {
+  Fixture f;
+  f.host->reply("sbatch", succeeded("42\n")).reply("scontrol", succeeded(""));
+  hpc::SubmitRequest r = request();
+  r.output = "%x-%A_%a.out";
+  r.error = "";
+  r.array_tasks = {0, 4, 8};
+  f.backend->submit(r);
+  const auto argv = f.host->calls_of("sbatch").at(0).argv;
+  CHECK(argv.at(4) == "--output=/home/user/runs/gpt_tiny-%A_%a/%x-%A_%a.out");
+  for (const char* task : {"_0", "_4", "_8"}) CHECK(f.host->dirs().count(kRunDir + task));
+  CHECK_FALSE(f.host->dirs().count(kRunDir + "_1"));
+  CHECK(f.host->files().count(kRunDir + "/script.sbatch"));
+}
+
+namespace {
+// `scontrol show job -o 42` of an array 42 with tasks 0-4: 0 and 1 ran, 2 runs, 3-4 wait.
+std::string array_lines(const std::string& task0, const std::string& task1,
+                        const std::string& task2, const std::string& pending) {
+  std::string out = "JobId=43 ArrayJobId=42 ArrayTaskId=0 JobName=t JobState=" + task0 +
+                    " Reason=None ExitCode=" + (task0 == "FAILED" ? "3:0" : "0:0") +
+                    " RunTime=00:00:05 StdOut=/r/t-42_0/t-42_0.out\n"
+                    "JobId=44 ArrayJobId=42 ArrayTaskId=1 JobName=t JobState=" +
+                    task1 + " Reason=None ExitCode=" + (task1 == "FAILED" ? "1:0" : "0:0") +
+                    " RunTime=00:00:07 StdOut=/r/t-42_1/t-42_1.out\n"
+                    "JobId=45 ArrayJobId=42 ArrayTaskId=2 JobName=t JobState=" +
+                    task2 +
+                    " Reason=None ExitCode=0:0 RunTime=00:00:02 StdOut=/r/t-42_2/t-42_2.out\n";
+  if (!pending.empty())
+    out += "JobId=42 ArrayJobId=42 ArrayTaskId=" + pending +
+           " JobName=t JobState=PENDING Reason=JobArrayTaskLimit ExitCode=0:0 RunTime=00:00:00 "
+           "StdOut=/r/t-42_4294967294/t-42_4294967294.out\n";
+  return out;
+}
+}  // namespace
+
+TEST_CASE("status: an array is its worst task, a task is its own line or the pending record",
+          "[slurm_backend][status][array]") {
+  SECTION("tasks still running or waiting: RUNNING, each task's state listed") {
+    Fixture f;
+    f.host->reply("scontrol", succeeded(array_lines("COMPLETED", "FAILED", "RUNNING", "3-4%3")));
+    hpc::JobStatus s = f.backend->status("42");
+    CHECK(s.id == "42");
+    CHECK(s.state == "RUNNING");
+    CHECK(s.exit_code == -1);
+    CHECK(s.array_tasks ==
+          std::vector<std::pair<std::string, std::string>>{
+              {"0", "COMPLETED"}, {"1", "FAILED"}, {"2", "RUNNING"}, {"3-4%3", "PENDING"}});
+    CHECK(s.detail == "(array: 1 COMPLETED, 1 FAILED, 1 RUNNING, 1 PENDING)");
+    CHECK(s.stdout_path.empty());
+  }
+  SECTION("all ended: the state and exit code of the worst task") {
+    Fixture f;
+    f.host->reply("scontrol", succeeded(array_lines("FAILED", "FAILED", "COMPLETED", "")));
+    hpc::JobStatus s = f.backend->status("42");
+    CHECK(s.state == "FAILED");
+    CHECK(s.exit_code == 3);  // task 0 exited 3, task 1 exited 1
+    CHECK(s.detail == "(array: 2 FAILED, 1 COMPLETED); worst: task 0");
+    CHECK(f.host->programs_run() == "scontrol");  // no sacct for an array
+  }
+  SECTION("tasks are listed by index, as scontrol does not (newest first)") {
+    Fixture f;
+    std::string lines = array_lines("COMPLETED", "FAILED", "RUNNING", "3-4");
+    std::vector<std::string> split;
+    for (size_t at = 0, nl; (nl = lines.find('\n', at)) != std::string::npos; at = nl + 1)
+      split.push_back(lines.substr(at, nl - at + 1));
+    f.host->reply("scontrol", succeeded(split[3] + split[2] + split[1] + split[0]));
+    hpc::JobStatus s = f.backend->status("42");
+    CHECK(s.array_tasks ==
+          std::vector<std::pair<std::string, std::string>>{
+              {"0", "COMPLETED"}, {"1", "FAILED"}, {"2", "RUNNING"}, {"3-4", "PENDING"}});
+  }
+  SECTION("all completed") {
+    Fixture f;
+    f.host->reply("scontrol", succeeded(array_lines("COMPLETED", "COMPLETED", "COMPLETED", "")));
+    hpc::JobStatus s = f.backend->status("42");
+    CHECK(s.state == "COMPLETED");
+    CHECK(s.exit_code == 0);
+    CHECK(s.detail == "(array: 3 COMPLETED)");
+  }
+  SECTION("one task that ran: its own line, under the id asked for") {
+    Fixture f;
+    f.host->reply("scontrol", succeeded(array_lines("COMPLETED", "FAILED", "RUNNING", "3-4")));
+    hpc::JobStatus s = f.backend->status("42_1");
+    CHECK(s.id == "42_1");
+    CHECK(s.state == "FAILED");
+    CHECK(s.exit_code == 1);
+    CHECK(s.stdout_path == "/r/t-42_1/t-42_1.out");
+    CHECK(s.array_tasks.empty());
+    CHECK(f.host->calls_of("scontrol").at(0).argv ==
+          std::vector<std::string>{"scontrol", "show", "job", "--oneliner", "42_1"});
+  }
+  SECTION("one task not started yet: PENDING from the array's record, no log yet") {
+    Fixture f;
+    f.host->reply("scontrol", succeeded(array_lines("COMPLETED", "FAILED", "RUNNING", "3-4")));
+    hpc::JobStatus s = f.backend->status("42_4");
+    CHECK(s.state == "PENDING");
+    CHECK(s.reason == "JobArrayTaskLimit");
+    CHECK(s.stdout_path.empty());
+  }
+  SECTION("a task the array does not have: an error, not someone else's state") {
+    Fixture f;
+    f.host->reply("scontrol", succeeded(array_lines("COMPLETED", "FAILED", "RUNNING", "3-4")));
+    CHECK_THROWS_AS(f.backend->status("42_9"), hpc::BackendError);
+  }
+}

@@ -100,6 +100,14 @@ bool PoolJob::active() const {
 
 void check_backend_fits(const std::string& backend_kind, const Spec& spec,
                         const std::string& where) {
+  if (!spec.job.array.empty()) {
+    // A point is one job with one log and one tokens/s; an array is many jobs.
+    throw UserError("job.array",
+                    "\"" + comment_text(spec.job.array) +
+                        "\" makes an array of jobs, but sweep and tune measure one job per point",
+                    "remove job.array (--set job.array=null), or submit the array with "
+                    "hpclaunch submit --array");
+  }
   if (backend_kind != "local" || spec.shape.nodes <= 1) return;
   throw UserError(where,
                   fmt::format("preset {} has {} nodes, but the local backend runs one node",

@@ -58,7 +58,8 @@ bool run_job_pool(Backend& backend, const BackendChoice& choice, const std::vect
                   const PoolHooks& hooks);
 
 // The local backend runs one node: a spec with more nodes is refused up front (UserError naming
-// `where` and the preset) instead of failing at submission. Other backends: nothing to check.
+// `where` and the preset) instead of failing at submission. A job array (job.array) is refused
+// on every backend: a point is one job.
 void check_backend_fits(const std::string& backend_kind, const Spec& spec,
                         const std::string& where);
 

@@ -54,6 +54,47 @@ void SelectionFlags::add_to(CLI::App* app) {
   app->add_option("--container", container_image,
                   "run each task's program in this image (= --set container.image=IMAGE; "
                   "container.runtime says which runtime)");
+  add_job_feature_flags(app);
+}
+
+void SelectionFlags::add_job_feature_flags(CLI::App* app) {
+  const char* const group = "Job (per run; docs/jobs.md)";
+  app->add_option("--after", after,
+                  "start after job JOBID[:afterok|afterany|afternotok|after] (default afterok; "
+                  "repeatable, or ids joined by ',')")
+      ->allow_extra_args(false)
+      ->group(group);
+  app->add_option("--array", array, "a job array: 0-9, 0-15:4, 1,3,5, 0-9%2 (2 at once)")
+      ->group(group);
+  app->add_flag("--exclusive", exclusive, "whole nodes, shared with no other job")->group(group);
+  app->add_option("--partition", partition, "profile.partition for this run")->group(group);
+  app->add_option("--account", account, "profile.account for this run")->group(group);
+  app->add_option("--qos", qos, "profile.qos for this run")->group(group);
+  app->add_option("--constraint", constraint, "profile.constraint (node features)")->group(group);
+  app->add_option("--reservation", reservation, "profile.reservation for this run")->group(group);
+  app->add_option("--mail-type", mail_type, "mail on these events: END,FAIL (sbatch's words)")
+      ->allow_extra_args(false)
+      ->group(group);
+  app->add_option("--mail-user", mail_user, "mail this address (default: you, as Slurm does)")
+      ->group(group);
+}
+
+std::vector<std::pair<nlohmann::json, std::string>> SelectionFlags::flag_layers() const {
+  std::vector<std::pair<nlohmann::json, std::string>> layers;
+  auto add = [&](const char* flag, const char* block, const char* key, nlohmann::json value) {
+    layers.emplace_back(nlohmann::json{{block, {{key, std::move(value)}}}}, flag);
+  };
+  if (!partition.empty()) add("--partition", "profile", "partition", partition);
+  if (!account.empty()) add("--account", "profile", "account", account);
+  if (!qos.empty()) add("--qos", "profile", "qos", qos);
+  if (!constraint.empty()) add("--constraint", "profile", "constraint", constraint);
+  if (!reservation.empty()) add("--reservation", "profile", "reservation", reservation);
+  if (exclusive) add("--exclusive", "profile", "exclusive", true);
+  if (!after.empty()) add("--after", "job", "after", after);
+  if (!array.empty()) add("--array", "job", "array", array);
+  if (!mail_type.empty()) add("--mail-type", "job", "mail_type", mail_type);
+  if (!mail_user.empty()) add("--mail-user", "job", "mail_user", mail_user);
+  return layers;
 }
 
 SpecRequest SelectionFlags::request(
@@ -63,6 +104,7 @@ SpecRequest SelectionFlags::request(
   r.trainer_args = trainer_args;
   if (!container_image.empty()) r.container_image = container_image;
   r.env_pass = env_pass;
+  r.flag_layers = flag_layers();
   return r;
 }
 

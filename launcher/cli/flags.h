@@ -26,8 +26,14 @@ struct SelectionFlags {
   bool no_project = false;
   std::vector<std::string> sets;
   std::vector<std::string> env_pass;  // --env-pass NAME: job.env_from_submit, by name
+  // Per-run sbatch features (docs/jobs.md): each becomes its spec key, checked there.
+  std::vector<std::string> after, mail_type;
+  std::string array, mail_user, partition, account, qos, constraint, reservation;
+  bool exclusive = false;
 
   void add_to(CLI::App* app);
+  void add_job_feature_flags(CLI::App* app);
+  std::vector<std::pair<nlohmann::json, std::string>> flag_layers() const;
   SpecRequest request(const std::optional<std::vector<std::string>>& trainer_args) const;
 };
 

@@ -367,6 +367,16 @@ int Follower::run() {
         return follow_exit::kLost;
       }
     }
+    if (o_.follow && have_status_ && status_.state == "PENDING" &&
+        status_.reason == "DependencyNeverSatisfied") {
+      // Slurm keeps such a job pending for ever (unless the site kills it): stop waiting.
+      clear_status();
+      say("job " + id_ +
+          " will never start: a job it depends on ended in a way its dependency excludes "
+          "(Reason=DependencyNeverSatisfied); it stays pending. Remove it: hpclaunch cancel " +
+          id_);
+      return follow_exit::kDependencyNeverSatisfied;
+    }
     if (!o_.follow && !have_status_ && !o_.known_stdout_path.empty()) {
       stdout_.path = o_.known_stdout_path;  // scheduler unreachable: the log is still here
       drain_logs();

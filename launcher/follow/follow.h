@@ -25,8 +25,9 @@ inline constexpr int kNodeFail = 125;   // NODE_FAIL, BOOT_FAIL
 inline constexpr int kPreempted = 126;  // PREEMPTED, DEADLINE (not requeued)
 inline constexpr int kOutOfMemory = 137;
 inline constexpr int kCancelled = 143;
-inline constexpr int kDetached = 130;  // Ctrl-C: the job goes on
-inline constexpr int kLost = 75;       // the job vanished and no accounting knows it
+inline constexpr int kDetached = 130;                 // Ctrl-C: the job goes on
+inline constexpr int kLost = 75;                      // the job vanished and no accounting knows it
+inline constexpr int kDependencyNeverSatisfied = 76;  // pending for ever: its dependency failed
 // Also: kExitUsage 2 (bad input, a malformed job id), kExitUnreachable 69 (backend.h),
 // kExitOutput 74 (standard output closed or full: error.h).
 inline constexpr int kOutputClosed = kExitOutput;

@@ -140,3 +140,17 @@ TEST_CASE("follow: a job that stopped for a requeue that did not happen says so"
   CHECK(code == 75);
   CHECK(err.str().find("stopped for a requeue (exit 75) that did not happen") != std::string::npos);
 }
+
+TEST_CASE("follow: a dependency that can never be satisfied ends the wait, job left pending",
+          "[follow][dependency]") {
+  auto b = scripted("12", {{"PENDING", 0, "", -1, "Dependency"},
+                           {"PENDING", 0, "", -1, "DependencyNeverSatisfied"}});
+  std::ostringstream out, err;
+  int code = hpc::follow_job(b, "12", fast(), out, err);
+  INFO(err.str());
+  CHECK(code == hpc::follow_exit::kDependencyNeverSatisfied);
+  CHECK(code == 76);
+  CHECK(err.str().find("job 12 will never start") != std::string::npos);
+  CHECK(err.str().find("Remove it: hpclaunch cancel 12") != std::string::npos);
+  CHECK(b.cancelled.empty());
+}

@@ -57,6 +57,13 @@ int report_unknown_job(const std::string& job_id, const JobStatus& s,
   return follow_exit::kLost;
 }
 
+// A job array's tasks for `status --json`: {"0": "COMPLETED", "5-9%2": "PENDING"}.
+json array_tasks_json(const JobStatus& s) {
+  json tasks = json::object();
+  for (const auto& [task, state] : s.array_tasks) tasks[task] = state;
+  return tasks;
+}
+
 std::string shell_join(const std::vector<std::string>& argv) {
   std::string s;
   for (const auto& a : argv) s += (s.empty() ? "" : " ") + a;
@@ -152,6 +159,7 @@ RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& scri
   }
   check_env_from_submit(spec);  // names only below: the values stay in this environment
   request.env_from_submit = spec.job.env_from_submit;
+  request.array_tasks = spec.job.array_indexes.indexes;
 
   SubmitResult submitted = backend.submit(request);
 
@@ -177,6 +185,7 @@ RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& scri
   // The batch script requeues itself only when it traps the time-limit signal.
   record.max_requeues = spec.job.signal_seconds > 0 ? spec.job.max_requeues : 0;
   record.generator_command = shell_join(command);
+  record.array = spec.job.array;
   if (remote) {
     // A local copy of the record, so that status/logs/cancel find the job from here.
     record.local_dir =
@@ -208,6 +217,14 @@ int submit_and_follow(const Spec& spec, const std::string& script, const Backend
             << (spec.launches_hpctrain() ? spec.strategy : spec.how_launched()) << ") via "
             << record.backend << " on " << record.host << "; run directory " << record.run_dir
             << "\n";
+  if (!spec.job.array.empty()) {
+    const auto& tasks = spec.job.array_indexes.indexes;
+    std::cerr << "hpclaunch: job " << record.job_id << " is an array of " << tasks.size()
+              << " task(s) (" << spec.job.array
+              << "); each task's log and metrics: " << record.run_dir << "_N/ (N: " << tasks.front()
+              << ".." << tasks.back() << "); one task: hpclaunch logs " << record.job_id << "_"
+              << tasks.front() << "\n";
+  }
   if (!options.follow) {
     std::cout << record.job_id << "\n";
     return 0;
@@ -225,6 +242,18 @@ int submit_and_follow(const Spec& spec, const std::string& script, const Backend
 
 OpenedRun open_run(const std::string& job, const BackendChoice& choice) {
   auto record = find_run(absolute_runs_root(choice.runs_dir), job);
+  // A task of an array submitted from here (123_4): the array's record, the task's directory.
+  const size_t underscore = job.find('_');
+  if (!record && is_job_id(job) && underscore != std::string::npos) {
+    record = find_run(absolute_runs_root(choice.runs_dir), job.substr(0, underscore));
+    if (record && !record->array.empty()) {
+      record->job_id = job;
+      record->run_dir += job.substr(underscore);
+      record->stdout_path.clear();
+    } else {
+      record.reset();
+    }
+  }
   OpenedRun opened;
   if (!record) {
     // Not submitted from here: a plain Slurm job id still works with the chosen backend.
@@ -283,7 +312,8 @@ int show_status(const std::string& job, const BackendChoice& choice, bool as_jso
                       {"detail", s.detail},
                       {"found", s.found},
                       {"run_dir", run.record.run_dir},
-                      {"backend", run.backend->kind()}}
+                      {"backend", run.backend->kind()},
+                      {"array_tasks", array_tasks_json(s)}}
                      .dump(2)
               << "\n";
     return s.found ? 0 : follow_exit::kLost;
@@ -296,6 +326,12 @@ int show_status(const std::string& job, const BackendChoice& choice, bool as_jso
       s.exit_code < 0 ? "-" : std::to_string(s.exit_code) + ":" + std::to_string(s.exit_signal),
       describe_requeues(s.restarts, run.record.max_requeues));
   if (!s.detail.empty()) std::cout << "detail   " << s.detail << "\n";
+  if (!s.array_tasks.empty()) {
+    std::string tasks;
+    for (const auto& [task, state] : s.array_tasks)
+      tasks += (tasks.empty() ? "" : ", ") + task + " " + state;
+    std::cout << "tasks    " << tasks << "\n";
+  }
   if (!s.stdout_path.empty()) std::cout << "log      " << s.stdout_path << "\n";
   if (!run.record.run_dir.empty()) std::cout << "run dir  " << run.record.run_dir << "\n";
   return 0;
@@ -304,6 +340,13 @@ int show_status(const std::string& job, const BackendChoice& choice, bool as_jso
 int show_logs(const std::string& job, const BackendChoice& choice, bool follow,
               std::optional<int> rank) {
   OpenedRun run = open_run(job, choice);
+  if (!run.record.array.empty() && run.record.job_id.find('_') == std::string::npos) {
+    throw UserError(job,
+                    "job " + run.record.job_id + " is an array (" + run.record.array +
+                        "): each task has its own log",
+                    "name one task: hpclaunch logs " + run.record.job_id + "_N (hpclaunch status " +
+                        run.record.job_id + " lists them)");
+  }
   FollowOptions f;
   f.follow = follow;
   f.rank = rank;

@@ -14,27 +14,29 @@ using nlohmann::json;
 namespace hpc {
 
 json RunRecord::to_json() const {
-  return json{{"job_id", job_id},
-              {"name", name},
-              {"backend", backend},
-              {"host", host},
-              {"ssh_target", ssh_target},
-              {"ssh_config", ssh_config},
-              {"known_hosts", known_hosts},
-              {"run_dir", run_dir},
-              {"stdout_path", stdout_path},
-              {"submit_command", submit_command},
-              {"submitted_at", submitted_at},
-              {"hpclaunch_version", hpclaunch_version},
-              {"spec_hash", spec_hash},
-              {"preset", preset},
-              {"cluster", cluster},
-              {"strategy", strategy},
-              {"launch", launch},
-              {"world_size", world_size},
-              {"max_steps", max_steps},
-              {"max_requeues", max_requeues},
-              {"generator_command", generator_command}};
+  json j{{"job_id", job_id},
+         {"name", name},
+         {"backend", backend},
+         {"host", host},
+         {"ssh_target", ssh_target},
+         {"ssh_config", ssh_config},
+         {"known_hosts", known_hosts},
+         {"run_dir", run_dir},
+         {"stdout_path", stdout_path},
+         {"submit_command", submit_command},
+         {"submitted_at", submitted_at},
+         {"hpclaunch_version", hpclaunch_version},
+         {"spec_hash", spec_hash},
+         {"preset", preset},
+         {"cluster", cluster},
+         {"strategy", strategy},
+         {"launch", launch},
+         {"world_size", world_size},
+         {"max_steps", max_steps},
+         {"max_requeues", max_requeues},
+         {"generator_command", generator_command}};
+  if (!array.empty()) j["array"] = array;
+  return j;
 }
 
 RunRecord RunRecord::from_json(const json& j) {
@@ -65,6 +67,7 @@ RunRecord RunRecord::from_json(const json& j) {
                        ? j["max_requeues"].get<int>()
                        : -1;  // records older than the field
   r.generator_command = s("generator_command");
+  r.array = s("array");
   return r;
 }
 

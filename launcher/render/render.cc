@@ -353,6 +353,16 @@ std::vector<std::string> sbatch_directives(const Spec& spec) {
   if (!p.qos.empty()) out.push_back(directive("qos", p.qos));
   if (!p.constraint.empty()) out.push_back(directive("constraint", p.constraint));
   if (!p.reservation.empty()) out.push_back(directive("reservation", p.reservation));
+  if (p.exclusive) out.push_back("--exclusive");
+  // Validated (spec/job_features.h): digits, ',', '-', ':', '%'; job ids and Slurm's words.
+  if (!j.array.empty()) out.push_back(directive("array", j.array));
+  if (!j.after.empty()) out.push_back(directive("dependency", dependency_directive(j.after)));
+  if (!j.mail_type.empty()) {
+    std::string types;
+    for (const auto& t : j.mail_type) types += (types.empty() ? "" : ",") + t;
+    out.push_back(directive("mail-type", types));
+  }
+  if (!j.mail_user.empty()) out.push_back(directive("mail-user", j.mail_user));
   out.push_back(directive("output", j.output));
   if (!j.error.empty()) out.push_back(directive("error", j.error));
   // Appending keeps the log of every requeued run in one file.

@@ -138,3 +138,37 @@ TEST_CASE("render: a relative venv path gets ./, a conda name stays a name", "[r
   CHECK(contains(render(resolve("1n1g", "generic", {"profile.python.conda=train"})),
                  "hpc_conda_env=train\n"));
 }
+
+TEST_CASE("render: arrays, dependencies, mail and --exclusive become #SBATCH lines", "[render]") {
+  auto spec = resolve("1n2g", "generic",
+                      {"job.array=0-2%1", "job.after=[\"12\", \"13:afterany\", \"14\"]",
+                       "job.mail_type=[\"end\", \"FAIL\"]", "job.mail_user=ada@example.org",
+                       "profile.exclusive=true"});
+  auto d = hpc::sbatch_directives(spec);
+  auto has = [&](const std::string& line) {
+    return std::find(d.begin(), d.end(), line) != d.end();
+  };
+  CHECK(has("--array=0-2%1"));
+  CHECK(has("--dependency=afterok:12:14,afterany:13"));
+  CHECK(has("--mail-type=END,FAIL"));
+  CHECK(has("--mail-user=ada@example.org"));
+  CHECK(has("--exclusive"));
+  // One log per task: the default pattern switches to the array's id and the task index.
+  CHECK(has("--output=%x-%A_%a.out"));
+  CHECK(spec.resolved["job"]["output"] == "%x-%A_%a.out");
+  CHECK(spec.job.array_indexes.indexes == std::vector<long>{0, 1, 2});
+  // A pattern the user chose stays, if each task writes its own file.
+  auto own = resolve("1n2g", "generic", {"job.array=0-2", "job.output=t-%a.log"});
+  auto od = hpc::sbatch_directives(own);
+  CHECK(std::find(od.begin(), od.end(), "--output=t-%a.log") != od.end());
+  CHECK_THROWS_WITH(resolve("1n2g", "generic", {"job.array=0-2", "job.output=one.log"}),
+                    Catch::Matchers::Contains("one file for every task of the array"));
+  // Without the keys, none of the lines.
+  auto plain = hpc::sbatch_directives(resolve("1n2g", "generic"));
+  for (const auto& line : plain) {
+    CHECK(line.rfind("--array", 0) != 0);
+    CHECK(line.rfind("--dependency", 0) != 0);
+    CHECK(line.rfind("--mail", 0) != 0);
+    CHECK(line != "--exclusive");
+  }
+}

@@ -25,6 +25,17 @@ using nlohmann::json;
 namespace hpc {
 namespace {
 
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t at = text.find(',', start);
+    parts.push_back(text.substr(start, at - start));
+    if (at == std::string::npos) return parts;
+    start = at + 1;
+  }
+}
+
 bool matches_charset(const std::string& s, const char* extra) {
   for (unsigned char c : s)
     if (!std::isalnum(c) && !std::strchr(extra, c)) return false;
@@ -39,7 +50,8 @@ bool is_managed_sbatch_option(const std::string& canonical) {
       "gpus-per-node", "gres",          "time",         "partition",       "account",
       "qos",           "constraint",    "reservation",  "output",          "error",
       "signal",        "requeue",       "open-mode",    "chdir",           "mem-per-gpu",
-      "gpus",          "gpus-per-task", "cpus-per-gpu", "ntasks-per-gpu",  "no-requeue"};
+      "gpus",          "gpus-per-task", "cpus-per-gpu", "ntasks-per-gpu",  "no-requeue",
+      "exclusive",     "dependency",    "array",        "mail-type",       "mail-user"};
   return opts.count(canonical) > 0;
 }
 
@@ -256,6 +268,7 @@ void read_profile(const SpecReader& r, const json& doc, ClusterProfile& p) {
   p.qos = r.directive_string("profile.qos");
   p.constraint = r.directive_string("profile.constraint");
   p.reservation = r.directive_string("profile.reservation");
+  p.exclusive = r.boolean("profile.exclusive", false);
   p.required = r.strings("profile.required");
   for (const auto& key : p.required) check_required_key(r, key);
   p.modules = r.strings("profile.modules");
@@ -355,6 +368,45 @@ void check_shape_fits(const SpecReader& r, const Spec& spec) {
   }
 }
 
+bool from_builtin_defaults(const std::string& origin) {
+  return origin == kDefaultsOrigin || origin.find("presets/defaults.json") != std::string::npos;
+}
+
+// A log pattern every task of an array writes to alone: %a (the task index) or %j (the task's
+// own job id) in it.
+void check_array_log_pattern(const SpecReader& r, const std::string& key,
+                             const std::string& pattern) {
+  if (pattern.empty() || pattern.find("%a") != std::string::npos ||
+      pattern.find("%j") != std::string::npos || pattern.find("%J") != std::string::npos)
+    return;
+  throw UserError(r.where(key),
+                  "\"" + comment_text(pattern) + "\" is one file for every task of the array " +
+                      "(job.array from " + r.origin("job.array") + ")",
+                  "put %a (the task index) in it, e.g. \"%x-%A_%a.out\"");
+}
+
+// job.after, job.array, job.mail_type, job.mail_user (spec/job_features.h).
+void read_job_features(const SpecReader& r, JobOptions& j) {
+  for (const auto& entry : r.strings("job.after")) {
+    for (const auto& one : split_commas(entry))
+      j.after.push_back(parse_dependency(one, r.where("job.after")));
+  }
+  j.array = r.directive_string("job.array");
+  if (!j.array.empty()) {
+    j.array_indexes = parse_array_indexes(j.array, r.where("job.array"));
+    // One log per task unless the user chose a pattern: %A the array's id, %a the task index.
+    if (from_builtin_defaults(r.origin("job.output"))) j.output = "%x-%A_%a.out";
+    check_array_log_pattern(r, "job.output", j.output);
+    check_array_log_pattern(r, "job.error", j.error);
+  }
+  for (const auto& entry : r.strings("job.mail_type")) {
+    for (const auto& one : split_commas(entry))
+      j.mail_type.push_back(parse_mail_type(one, r.where("job.mail_type")));
+  }
+  j.mail_user = r.string("job.mail_user");
+  if (!j.mail_user.empty()) check_mail_user(j.mail_user, r.where("job.mail_user"));
+}
+
 void read_job(const SpecReader& r, Spec& spec) {
   auto& j = spec.job;
   j.name = r.directive_string("job.name");
@@ -372,6 +424,7 @@ void read_job(const SpecReader& r, Spec& spec) {
                           "set the seconds srun lets the other tasks run after the first ends, "
                           "e.g. 60 (0 waits forever)");
   read_env_from_submit(r, spec.profile, j);
+  read_job_features(r, j);
   long limit = parse_slurm_time(spec.shape.time, r.where("shape.time"));
   if (j.signal_seconds > 0 && limit >= 0 && j.signal_seconds >= limit) {
     throw UserError(r.where("job.signal_seconds"),
@@ -561,6 +614,8 @@ Spec resolve_spec(const Catalog& catalog, const SpecRequest& request) {
   for (const auto& [key, file] : cluster.sources) spec.sources["profile." + key] = file;
   merge_layer(doc, project, project_origin, spec.sources);
   merge_layer(doc, cli, "command line", spec.sources);
+  for (const auto& [layer, origin] : request.flag_layers)
+    merge_layer(doc, layer, origin, spec.sources);
   for (const auto& [layer, origin] : sets) merge_layer(doc, layer, origin, spec.sources);
   // --env-pass NAME: appended to job.env_from_submit (names only; the values stay in the shell).
   if (!request.env_pass.empty()) {
@@ -594,6 +649,8 @@ Spec resolve_spec(const Catalog& catalog, const SpecRequest& request) {
   read_job(r, spec);
   read_trainer(r, spec);
   spec.container = read_container(doc, [&r](const std::string& path) { return r.where(path); });
+  // An array's log pattern switched to one file per task: spec.json says so too.
+  if (!spec.job.array.empty()) doc["job"]["output"] = spec.job.output;
   spec.resolved = std::move(doc);
   return spec;
 }

@@ -18,6 +18,7 @@
 #include "spec/catalog.h"
 #include "spec/container.h"
 #include "spec/site_limits.h"
+#include "spec/job_features.h"
 
 namespace hpc {
 
@@ -54,6 +55,7 @@ struct ClusterProfile {
   std::string description;
   std::vector<std::string> required;  // profile keys the user must fill in (e.g. "account")
   std::string partition, account, qos, constraint, reservation;
+  bool exclusive = false;            // --exclusive: whole nodes, shared with no other job
   std::vector<std::string> modules;  // `module load` each, quoted
   ModulePurge module_purge = ModulePurge::None;
   std::string lmod_init;  // sourced when the shell has no `module`; "": the usual
@@ -80,6 +82,11 @@ struct JobOptions {
   // Variables passed by name from the submitting shell (sbatch --export=...,NAME): the values
   // are never written into the script, the spec or the run directory.
   std::vector<std::string> env_from_submit;
+  std::vector<Dependency> after;       // --dependency: start after these jobs (docs/jobs.md)
+  std::string array;                   // --array indexes as written ("0-9%2"); "": one job
+  ArrayIndexes array_indexes;          // the same, expanded
+  std::vector<std::string> mail_type;  // --mail-type words, upper case
+  std::string mail_user;               // --mail-user address
 };
 
 struct TrainerOptions {
@@ -146,6 +153,9 @@ struct SpecRequest {
   bool read_project_file = true;                      // --no-project turns it off
   // A verb that runs hpctrain only ("sweep", "tune"): another launch mode is refused.
   std::string hpctrain_verb;
+  // Per-run flags (--array, --after, --qos, ...): each a layer above the project file and below
+  // --set, with the flag as its origin ("--array").
+  std::vector<std::pair<nlohmann::json, std::string>> flag_layers;
 };
 
 // A request from command-line words, as `render`, `sweep` and `tune` take them: "" leaves that
