@@ -143,7 +143,7 @@ TEST_CASE("shell 2n2g: rendezvous variables on node01, srun on both nodes, exit 
   const std::string pwned = ws.dir() + "/pwned";
   const std::string hostile = "$(touch " + pwned + ")`touch " + pwned + "`";
   PtyProcess shell(ws.hpclaunch_argv(ws.job_args(
-                       "shell", "2n2g", {"--set", "profile.env.HPC_SHELL_PROBE=" + hostile})),
+                       "shell", "2n2g", {"--set", "profile.env.HPC_SHELL_PROBE.value=" + hostile})),
                    ws.env(), ws.work());
   REQUIRE(shell.spawned());
   const std::string job = granted_job(shell);
