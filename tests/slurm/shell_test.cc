@@ -243,3 +243,47 @@ TEST_CASE("shell: an allocation the cluster can never grant, or no terminal: one
   auto q = run({"squeue", "--noheader", "--name=" + ws.job_name(), "--format=%i"});
   CHECK(q.out.find_first_not_of(" \n") == std::string::npos);
 }
+
+TEST_CASE("shell: Ctrl-D ends the shell with its last status, and the allocation with it",
+          "[slurm][shell]") {
+  Workspace ws("shell-eof");
+  PtyProcess shell(ws.hpclaunch_argv(ws.job_args("shell", "1n1g")), ws.env(), ws.work());
+  REQUIRE(shell.spawned());
+  const std::string job = granted_job(shell);
+  INFO("terminal:\n" << shell.output());
+  REQUIRE(!job.empty());
+  REQUIRE(shell.wait_for("WORLD_SIZE=1; exit or Ctrl-D", 60s));
+  // Ctrl-D reaches readline as end of input only while it waits at the prompt: wait for it.
+  shell.type("PS1='@@re''ady> '\n");  // the echo of this line does not match the prompt
+  REQUIRE(shell.wait_for("@@ready> ", 30s));
+  shell.type("(exit 5)\n");
+  REQUIRE(shell.wait_for("@@ready> ", 30s));
+  shell.type("\x04");
+  CHECK(shell.wait(60s) == 5);
+  CHECK(wait_job_state(job, {"COMPLETED", "FAILED", "CANCELLED"}) == "FAILED");
+  CHECK(job_fields(job)["ExitCode"] == "5:0");
+  CHECK(wait_until([&] { return !job_in_queue(job); }, 30s));
+}
+
+TEST_CASE("shell: Ctrl-C while the allocation is pending withdraws it", "[slurm][shell]") {
+  Workspace ws("shell-pending");
+  // Every GPU of both nodes is taken, so the shell's allocation has to wait.
+  auto blocker = run({"sbatch", "--parsable", "--job-name=" + ws.job_name(), "--nodes=2",
+                      "--gres=gpu:4", "--output=/dev/null", "--wrap", "sleep 300"});
+  INFO(blocker.summary() << "\n" << blocker.err);
+  REQUIRE(blocker.ok());
+  const std::string blocker_job = lines_of(blocker.out).at(0);
+  REQUIRE(wait_job_state(blocker_job, {"RUNNING"}) == "RUNNING");
+  PtyProcess shell(ws.hpclaunch_argv(ws.job_args("shell", "1n2g")), ws.env(), ws.work());
+  REQUIRE(shell.spawned());
+  auto pending = shell.wait_for("Pending job allocation ([0-9]+)", 60s);
+  INFO("terminal:\n" << shell.output());
+  REQUIRE(pending);
+  const std::string job = (*pending)[1].str();
+  REQUIRE(shell.wait_for("queued and waiting for resources", 30s));
+  shell.type("\x03");           // Ctrl-C: the terminal sends SIGINT to salloc
+  CHECK(shell.wait(60s) == 1);  // salloc: "Job aborted due to signal" (docs/programs.md)
+  CHECK(wait_job_state(job, {"COMPLETED", "FAILED", "CANCELLED"}) == "CANCELLED");
+  CHECK(wait_until([&] { return !job_in_queue(job); }, 30s));
+  CHECK(job_in_queue(blocker_job));  // only the shell's allocation was withdrawn
+}
