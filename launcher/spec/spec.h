@@ -103,6 +103,10 @@ struct Spec {
 
   int world_size() const { return shape.nodes * shape.gpus_per_node; }
   bool launches_hpctrain() const { return launch == "hpctrain"; }
+  // For messages: "strategy ddp" (hpctrain) or "launch srun".
+  std::string how_launched() const {
+    return launches_hpctrain() ? "strategy " + strategy : "launch " + launch;
+  }
   // The canonical text of `resolved` (2-space JSON + newline); its SHA-256 is the spec hash.
   std::string canonical_json() const;
   std::string hash() const;
