@@ -82,8 +82,19 @@ int print_dry_run(const Rendered& r) {
   return 0;
 }
 
-int open_shell(const ShellFlags& f, const Invocation& in) {
+// The interactive script. A job name no layer set would be the program's (hpctrain), which is
+// not what runs: such a job is called "shell" in squeue instead.
+Rendered render_shell_script(const ShellFlags& f, const Invocation& in) {
   Rendered r = render_selection(f.selection, std::nullopt, in.command, true);
+  auto source = r.spec.sources.find("job.name");
+  if (source == r.spec.sources.end() || source->second != "the program's name") return r;
+  SelectionFlags named = f.selection;
+  named.sets.push_back("job.name=shell");
+  return render_selection(named, std::nullopt, in.command, true);
+}
+
+int open_shell(const ShellFlags& f, const Invocation& in) {
+  Rendered r = render_shell_script(f, in);
   if (f.dry_run) return print_dry_run(r);
   BackendChoice choice = f.backend.choice();
   std::unique_ptr<Host> host = salloc_host(choice);

@@ -140,6 +140,13 @@ TEST_CASE("hpclaunch shell --dry-run: the script is shellcheck-clean and has no 
   CHECK(r.out.find("exec \"${SHELL:-/bin/bash}\" -i") != std::string::npos);
   CHECK(r.out.find("trap hpc_forward_usr1") == std::string::npos);
   CHECK(r.out.find("--kill-on-bad-exit") == std::string::npos);
+  CHECK(r.out.find("#SBATCH --job-name=\"a b'c\"\n") != std::string::npos);
+  // Without job.name the job is "shell", not the program's name.
+  Run unnamed = sb.hpclaunch({"shell", "--dry-run", "--preset", "1n2g"});
+  INFO(unnamed.describe());
+  CHECK(unnamed.status == 0);
+  CHECK(unnamed.out.find("#SBATCH --job-name=shell\n") != std::string::npos);
+  CHECK(unnamed.err.find("salloc --job-name=shell ") != std::string::npos);
   write_file(sb.work() / "shell.sh", r.out);
   std::string shellcheck = find_program("shellcheck");
   if (shellcheck.empty()) return hpc::test::missing_prerequisite("shellcheck is not installed");
