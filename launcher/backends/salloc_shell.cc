@@ -23,7 +23,7 @@ namespace {
 
 // sbatch options that salloc 22.05 refuses ("unrecognized option"), asked of the real salloc for
 // every name of sbatch_long_options(). --signal is salloc's too, but without sbatch's "B:";
-// salloc reads --wait as a deprecated --wait=SECONDS, not as sbatch's "wait for the job".
+// salloc reads --wait as its --wait-all-nodes=0|1, not as sbatch's "wait for the job to end".
 const std::set<std::string>& batch_only_options() {
   static const std::set<std::string> names = {
       "array",       "batch",      "error",  "export",
