@@ -203,9 +203,14 @@ TEST_CASE("shell: the shell's exit status is hpclaunch's, and the job records it
 TEST_CASE("shell --host: the same shell through the login node's ssh", "[slurm][shell][ssh]") {
   Workspace ws("shell-ssh");
   const std::string config = hpc::test::testcluster_dir() + "/ssh/config";
-  PtyProcess shell(ws.hpclaunch_argv(ws.job_args("shell", "1n2g",
-                                                 {"--host", "testlogin", "--ssh-config", config})),
-                   ws.env(), ws.work());
+  // The script crosses the login node's shell as one quoted argument of ssh's command line.
+  const std::string pwned = ws.dir() + "/pwned";
+  const std::string hostile = "'$(touch " + pwned + ")'\"`touch " + pwned + "`;";
+  PtyProcess shell(
+      ws.hpclaunch_argv(ws.job_args("shell", "1n2g",
+                                    {"--host", "testlogin", "--ssh-config", config, "--set",
+                                     "profile.env.HPC_SHELL_PROBE.value=" + hostile})),
+      ws.env(), ws.work());
   REQUIRE(shell.spawned());
   const std::string job = granted_job(shell);
   INFO("terminal:\n" << shell.output());
@@ -219,6 +224,11 @@ TEST_CASE("shell --host: the same shell through the login node's ssh", "[slurm][
   CHECK((*vars)[2] == master_port_of(job));
   CHECK((*vars)[3] == "2");
   CHECK((*vars)[4] == "2");
+  shell.type("printf '@@%s@@%s\\n' \"$((2+2))\" \"$HPC_SHELL_PROBE\"\n");
+  auto probe = shell.wait_for("@@4@@([^\n]*)\n", 30s);
+  REQUIRE(probe);
+  CHECK((*probe)[1] == hostile);
+  CHECK_FALSE(file_exists(pwned));
   shell.type("exit 3\n");
   CHECK(shell.wait(60s) == 3);
   CHECK(wait_until([&] { return !job_in_queue(job); }, 30s));
