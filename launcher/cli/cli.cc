@@ -32,6 +32,7 @@ constexpr const char* kExamples = R"(Examples:
   hpclaunch validate --preset 2n4g --cluster jsc --set profile.account=myproj --live
   hpclaunch run --preset 2n4g --strategy fsdp --cluster jsc --set profile.account=myproj
   hpclaunch run --preset 1n2g --local -- --model tiny --max-steps 20
+  hpclaunch shell --preset 2n2g --cluster jsc --set profile.account=myproj
   hpclaunch status 12345; hpclaunch logs -f 12345 --rank 0; hpclaunch cancel 12345; hpclaunch list
   hpclaunch hostlist expand 'node[01-03],gpu-a[1-2]'
   hpclaunch doctor --cluster jsc
@@ -66,6 +67,10 @@ const Verb kVerbs[] = {
     {"run", "render, submit and follow a job until it ends; arguments after -- go to hpctrain",
      true, define_run},
     {"submit", "render and submit; prints the job id", true, define_submit},
+    {"shell",
+     "an allocation (salloc) and an interactive shell on its first node, with the batch "
+     "script's modules, environment and rendezvous variables; exit ends the allocation",
+     false, define_shell},
     {"status", "state, reason, nodes, elapsed, exit code, requeues", false, define_status},
     {"logs", "print a job's output; -f follows it until it ends", false, define_logs},
     {"cancel", "cancel a job", false, define_cancel},

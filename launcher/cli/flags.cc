@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "cli/version.h"
+#include "error.h"
 #include "render/render.h"
 #include "render/shell.h"
 #include "spec/catalog.h"
@@ -155,7 +156,7 @@ void refuse_empty_values(CLI::App* verb) {
 
 Rendered render_selection(const SelectionFlags& flags,
                           const std::optional<std::vector<std::string>>& trainer_args,
-                          const std::vector<std::string>& command) {
+                          const std::vector<std::string>& command, bool interactive) {
   Catalog catalog = Catalog::from_environment();
   Rendered r;
   r.spec = resolve_spec(catalog, flags.request(trainer_args));
@@ -163,7 +164,14 @@ Rendered render_selection(const SelectionFlags& flags,
       flags.template_file.empty() ? catalog.default_template() : fs::path(flags.template_file);
   ScriptTemplate t = ScriptTemplate::from_file(tmpl);
   r.template_origin = t.origin();
-  r.script = t.render(r.spec, RenderContext{kVersion, command});
+  if (interactive && !t.has_section("interactive")) {
+    throw UserError(t.origin(),
+                    "the template has no {{#interactive}} section, so hpclaunch shell would start "
+                    "the program instead of a shell",
+                    "add the built-in template's {{#interactive}} launch section to your copy "
+                    "(templates/sbatch.sh.mustache)");
+  }
+  r.script = t.render(r.spec, RenderContext{kVersion, command, interactive});
   return r;
 }
 

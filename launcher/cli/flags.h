@@ -58,9 +58,10 @@ struct Rendered {
   std::string template_origin;
 };
 
-// Resolves the selection and renders it through the chosen (or built-in) template.
+// Resolves the selection and renders it through the chosen (or built-in) template;
+// `interactive`: the script of `hpclaunch shell` (RenderContext::interactive).
 Rendered render_selection(const SelectionFlags& flags,
                           const std::optional<std::vector<std::string>>& trainer_args,
-                          const std::vector<std::string>& command);
+                          const std::vector<std::string>& command, bool interactive = false);
 
 }  // namespace hpc

@@ -36,6 +36,8 @@ VerbHandler define_status(CLI::App* verb);
 VerbHandler define_logs(CLI::App* verb);
 VerbHandler define_cancel(CLI::App* verb);
 VerbHandler define_list(CLI::App* verb);
+// An interactive shell in an allocation (shell_verbs.cc).
+VerbHandler define_shell(CLI::App* verb);
 // Campaigns (campaign_verbs.cc).
 VerbHandler define_sweep(CLI::App* verb);
 VerbHandler define_tune(CLI::App* verb);

@@ -154,6 +154,7 @@ const std::vector<std::string>& known_template_names() {
                                                  "port_max",
                                                  "port_span",
                                                  "requeue",
+                                                 "interactive",
                                                  "signal_seconds",
                                                  "max_requeues",
                                                  "srun_wait",
@@ -303,7 +304,9 @@ data template_data(const Spec& spec, const RenderContext& ctx) {
   d.set("port_max", std::to_string(p.port_max));
   d.set("port_span", std::to_string(p.port_max - p.port_min + 1));
 
-  d.set("requeue", flag(spec.job.signal_seconds > 0));
+  // An interactive shell is not requeued: salloc has no --requeue, and no step checkpoints.
+  d.set("requeue", flag(spec.job.signal_seconds > 0 && !ctx.interactive));
+  d.set("interactive", flag(ctx.interactive));
   d.set("signal_seconds", std::to_string(spec.job.signal_seconds));
   d.set("max_requeues", std::to_string(spec.job.max_requeues));
   d.set("srun_wait", std::to_string(spec.job.srun_wait));

@@ -17,6 +17,9 @@ namespace hpc {
 struct RenderContext {
   std::string version;               // hpclaunch version
   std::vector<std::string> command;  // the generating command line, for the header
+  // `hpclaunch shell`: the script ends in the user's interactive shell instead of the program
+  // (the template's {{#interactive}} sections), and does not requeue itself.
+  bool interactive = false;
 };
 
 // The #SBATCH directives of a spec, without the "#SBATCH " prefix, in the script's order.
@@ -31,6 +34,10 @@ class ScriptTemplate {
 
   std::string render(const Spec& spec, const RenderContext& context) const;
   const std::string& origin() const { return origin_; }
+  // Whether the template opens the section {{#name}} (the interactive launch of hpclaunch shell).
+  bool has_section(const std::string& name) const {
+    return text_.find("{{#" + name + "}}") != std::string::npos;
+  }
 
  private:
   std::string text_, origin_;

@@ -125,6 +125,34 @@ TEST_CASE("bad input: command line usage", "[bad-input]") {
   });
 }
 
+// hpclaunch shell: what is refused before salloc is asked (no cluster in this sandbox).
+TEST_CASE("bad input: hpclaunch shell", "[bad-input][shell]") {
+  check_all({
+      {"a preset the cluster cannot fit (2n8g on jsc)",
+       {"shell", "--preset", "2n8g", "--cluster", "jsc", "--set", "profile.account=acc"},
+       {},
+       {"presets/shapes/2n8g.json: shape.gpus_per_node", "\"jsc\" has at most 4",
+        "pick a preset with at most 4"}},
+      {"more nodes than profile.max_nodes",
+       {"shell", "--preset", "2n2g", "--set", "profile.max_nodes=1"},
+       {},
+       {"presets/shapes/2n2g.json: shape.nodes", "at most 1", "profile.max_nodes", "pick"}},
+      {"the local backend has no allocation",
+       {"shell", "--preset", "1n2g", "--local"},
+       {},
+       {"--local", "no allocation", "hpclaunch run --local"}},
+      {"a template without an interactive section",
+       {"shell", "--preset", "1n2g", "--template", "plain.mustache"},
+       {{"work/plain.mustache",
+         "#!/bin/bash\n{{#sbatch}}\n#SBATCH {{{directive}}}\n{{/sbatch}}\n"}},
+       {"plain.mustache", "no {{#interactive}} section", "add the built-in template's"}},
+      {"an unknown --backend",
+       {"shell", "--preset", "1n2g", "--backend", "pbs"},
+       {},
+       {"--backend", "hpclaunch --help"}},
+  });
+}
+
 // Rejected correctly (exit 2, one line, file/flag and key named, nothing written), but the line
 // says why without saying what to do; the [!mayfail] test below asks for the fix as well.
 std::vector<BadCase> cases_without_fix_hint() {
@@ -144,6 +172,10 @@ std::vector<BadCase> cases_without_fix_hint() {
       // No fix at all: "arguments after -- are for hpctrain and only go with render".
       {"-- trainer args with validate",
        {"validate", "--preset", "1n2g", "--", "--model", "tiny"},
+       {},
+       {"--", "only go with render"}},
+      {"-- trainer args with shell",
+       {"shell", "--preset", "1n2g", "--", "--model", "tiny"},
        {},
        {"--", "only go with render"}},
       {"-- trainer args with presets list",
