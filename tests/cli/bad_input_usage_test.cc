@@ -141,10 +141,10 @@ std::vector<BadCase> cases_without_fix_hint() {
        {},
        {"\"a,b\"", "contains ','"}},
       // No fix at all: "arguments after -- are for hpctrain and only go with render".
-      {"-- trainer args with validate",
-       {"validate", "--preset", "1n2g", "--", "--model", "tiny"},
+      {"-- trainer args with list",
+       {"list", "--", "--model", "tiny"},
        {},
-       {"--", "only go with render"}},
+       {"--", "only go with render, validate"}},
       {"-- trainer args with presets list",
        {"presets", "list", "--", "x"},
        {},
