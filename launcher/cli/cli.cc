@@ -32,6 +32,8 @@ constexpr const char* kExamples = R"(Examples:
   hpclaunch validate --preset 2n4g --cluster jsc --set profile.account=myproj --live
   hpclaunch run --preset 2n4g --strategy fsdp --cluster jsc --set profile.account=myproj
   hpclaunch run --preset 1n2g --local -- --model tiny --max-steps 20
+  hpclaunch run --preset 2n4g --launch srun -- python train.py --lr 3e-4       (docs/programs.md)
+  hpclaunch run --preset 2n4g --launch torchrun -- python train.py --lr 3e-4
   hpclaunch shell --preset 2n2g --cluster jsc --set profile.account=myproj
   hpclaunch status 12345; hpclaunch logs -f 12345 --rank 0; hpclaunch cancel 12345; hpclaunch list
   hpclaunch hostlist expand 'node[01-03],gpu-a[1-2]'
@@ -62,9 +64,11 @@ const Verb kVerbs[] = {
     {"clusters", "list or show cluster profiles", false, define_clusters},
     {"render", "print or write the batch script; arguments after -- go to hpctrain", true,
      define_render},
-    {"validate", "check the merged spec and the rendered script (bash -n, shellcheck)", false,
+    {"validate", "check the merged spec and the rendered script (bash -n, shellcheck)", true,
      define_validate},
-    {"run", "render, submit and follow a job until it ends; arguments after -- go to hpctrain",
+    {"run",
+     "render, submit and follow a job until it ends; arguments after -- go to hpctrain (with "
+     "--launch srun|torchrun: your command)",
      true, define_run},
     {"submit", "render and submit; prints the job id", true, define_submit},
     {"shell",
@@ -190,8 +194,9 @@ int dispatch(const std::vector<std::string>& raw_args) {
   while (chosen < handlers.size() && !handlers[chosen].first->parsed()) ++chosen;
   if (chosen == handlers.size()) return 0;
   if (trainer_args && !kVerbs[chosen].takes_trainer_args) {
-    std::cerr << "hpclaunch: error: --: arguments after -- are for hpctrain and only go with "
-                 "render, run, submit, sweep and tune; remove them or use one of those"
+    std::cerr << "hpclaunch: error: --: arguments after -- are for hpctrain (or your program "
+                 "under --launch) and only go with render, validate, run, submit, sweep and "
+                 "tune; remove them or use one of those"
               << std::endl;
     return kExitUsage;
   }

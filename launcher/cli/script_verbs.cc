@@ -188,7 +188,7 @@ int run_validate(const ValidateFlags& f, const Invocation& in) {
     std::cout << "\n";
     return 0;
   }
-  Rendered r = render_selection(f.selection, std::nullopt, in.command);
+  Rendered r = render_selection(f.selection, in.trainer_args, in.command);
   char tmpl[] = "/tmp/hpclaunch-validate-XXXXXX";
   int fd = mkstemp(tmpl);
   if (fd < 0) throw std::runtime_error("cannot create a temp file in /tmp");

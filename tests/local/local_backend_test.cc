@@ -47,8 +47,9 @@ TEST_CASE("a rendered 1n2g script runs: ranks, rendezvous, labels, the run direc
   CHECK(s.exit_code == 0);
   CHECK(s.nodes == "localhost");
   CHECK(s.elapsed_seconds >= 0);
-  // --output=%x-%j.out, relative: in the run directory; no --error: stderr goes there too.
-  CHECK(s.stdout_path == submitted.run_dir + "/hpclaunch-" + submitted.job_id + ".out");
+  // --output=%x-%j.out, relative: in the run directory; no --error: stderr goes there too. %x
+  // is the script's job name, from the program when job.name is unset: the probe's.
+  CHECK(s.stdout_path == submitted.run_dir + "/probe-" + submitted.job_id + ".out");
   CHECK(s.stderr_path == s.stdout_path);
 
   std::string port = std::to_string(20000 + std::stol(submitted.job_id) % 40000);
