@@ -172,8 +172,41 @@ class SweepTable {
   std::map<std::string, std::string> last_;
 };
 
-void measure(Backend& backend, Point& p, int warmup) {
+// A user's program: the last figure rank 0 printed that the sweep's regex matches.
+void measure_from_log(Backend& backend, Point& p, const LogMetric& metric) {
+  std::optional<std::string> text;
+  try {
+    text = read_backend_file(backend, p.job.log);
+  } catch (const std::exception& e) {
+    p.job.message = "log unreadable: " + p.job.log + ": " + printable_first_line(e.what());
+    return;
+  }
+  if (!text) {
+    p.job.message = "no log " + p.job.log;
+    return;
+  }
+  std::optional<double> value;
+  try {
+    value = last_metric_value(metric, *text);
+  } catch (const std::exception& e) {
+    p.job.message = "metric: " + p.job.log + ": " + e.what();
+    return;
+  }
+  if (!value) {
+    p.job.message = "no line of rank 0 in " + p.job.log + " matches the metric regex \"" +
+                    comment_text(metric.pattern) + "\"";
+    return;
+  }
+  p.throughput = Throughput{*value, 0, 1, 1, 0};
+  p.job.message.clear();
+}
+
+void measure(Backend& backend, Point& p, int warmup, const std::optional<LogMetric>& metric) {
   p.throughput.reset();
+  if (metric) {
+    measure_from_log(backend, p, *metric);
+    return;
+  }
   std::string path = p.job.run_dir + "/metrics.jsonl";
   std::optional<std::string> text;
   try {
@@ -343,6 +376,22 @@ void adopt_previous_points(std::vector<Point>& points, const std::map<std::strin
   }
 }
 
+// "metric": {"regex": "tokens/s: ([0-9.]+)"}: the figure a user's program prints.
+LogMetric read_metric(const std::string& file, const json& v) {
+  const std::string fix = "write \"metric\": {\"regex\": \"tokens/s: ([0-9.]+)\"}";
+  if (!v.is_object())
+    throw UserError(file + ": metric", "expected an object, found " + v.dump(), fix);
+  for (const auto& [key, value] : v.items()) {
+    if (key != "regex")
+      throw UserError(file + ": metric." + key, "unknown key", suggest_fix(key, {"regex"}, "keys"));
+  }
+  if (!v.contains("regex")) throw UserError(file + ": metric", "no \"regex\"", fix);
+  if (!v["regex"].is_string())
+    throw UserError(file + ": metric.regex", "expected a string, found " + v["regex"].dump(),
+                    "quote the regular expression");
+  return make_log_metric(v["regex"].get<std::string>(), file + ": metric.regex");
+}
+
 }  // namespace
 
 std::vector<std::string> split_comma_list(const std::string& s) {
@@ -365,7 +414,7 @@ SweepConfig read_sweep_file(const fs::path& path, SweepConfig c) {
   static const std::vector<std::string> keys = {
       "presets",        "strategies",   "scaling",       "steps", "cluster",
       "max_concurrent", "warmup_steps", "start_timeout", "out",   "set",
-      "trainer_args",   "project",      "template"};
+      "trainer_args",   "project",      "template",      "metric"};
   auto strings = [&](const std::string& key, const json& v) {
     if (v.is_string()) return split_comma_list(v.get<std::string>());
     if (!v.is_array())
@@ -429,6 +478,8 @@ SweepConfig read_sweep_file(const fs::path& path, SweepConfig c) {
       c.project = string(key, v);
     else if (key == "template")
       c.template_file = string(key, v);
+    else if (key == "metric")
+      c.metric = read_metric(file, v);
     else
       throw UserError(file + ": " + key, "unknown key", suggest_fix(key, keys, "keys"));
   }
@@ -512,7 +563,7 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
 
   int warmup = config.warmup_steps;
   for (auto& p : points)
-    if (p.job.state == "COMPLETED") measure(*backend, p, warmup);
+    if (p.job.state == "COMPLETED") measure(*backend, p, warmup, config.metric);
   save_state();
   std::cerr << fmt::format(
       "hpclaunch: sweep {}: {} point{} ({} scaling) via {}; {} finished before, {} still running, "
@@ -531,7 +582,7 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
   PoolHooks hooks;
   hooks.completed = [&](PoolJob& j) {
     for (auto& p : points)
-      if (&p.job == &j) measure(*backend, p, warmup);
+      if (&p.job == &j) measure(*backend, p, warmup, config.metric);
   };
   hooks.changed = [&]() {
     save_state();

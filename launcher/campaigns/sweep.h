@@ -1,6 +1,7 @@
 // Scaling sweeps: one job per (shape preset, strategy) point, submitted through a Backend at
-// most K at a time, watched in a live table, measured from each run's metrics.jsonl, and written
-// up as a sweep directory (sweep.json, results.csv, summary.md, plots/). docs/sweeps.md.
+// most K at a time, watched in a live table, measured from each run's metrics.jsonl (or from a
+// figure the program prints in its log, LogMetric), and written up as a sweep directory
+// (sweep.json, results.csv, summary.md, plots/). docs/sweeps.md.
 #pragma once
 
 #include <filesystem>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "campaigns/log_metric.h"
 #include "follow/jobs.h"
 
 namespace hpc {
@@ -28,6 +30,9 @@ struct SweepConfig {
   std::string out_dir;                    // "" = sweeps/<presets>-<strategies>-<scaling>
   std::vector<std::string> sets;          // --set key.path=value for every point
   std::vector<std::string> trainer_args;  // after --, for every point
+  // The figure to compare, from each job's log (a user's program) instead of hpctrain's
+  // metrics.jsonl: "metric": {"regex": "..."} or --metric-regex.
+  std::optional<LogMetric> metric;
   std::string project, template_file;
   bool no_project = false;
 };
