@@ -38,7 +38,10 @@ void require_plain_numbers(CLI::App* app) {
 
 void SelectionFlags::add_to(CLI::App* app) {
   app->add_option("--preset,-p", preset, "shape preset (hpclaunch presets list)");
-  app->add_option("--strategy,-s", strategy, "ddp, fsdp, zero1 or zero2");
+  app->add_option("--strategy,-s", strategy, "hpctrain's strategy: ddp, fsdp, zero1 or zero2");
+  app->add_option("--launch", launch,
+                  "how the program starts: hpctrain (default), srun (one task per GPU runs the "
+                  "command after --) or torchrun (one per node); docs/programs.md");
   app->add_option("--cluster,-c", cluster, "cluster profile (hpclaunch clusters list)");
   app->add_option("--set", sets, "override a key: --set shape.time=08:00:00 (repeatable)")
       ->take_all();
@@ -50,6 +53,7 @@ void SelectionFlags::add_to(CLI::App* app) {
 SpecRequest SelectionFlags::request(
     const std::optional<std::vector<std::string>>& trainer_args) const {
   SpecRequest r = make_spec_request(preset, cluster, strategy, sets, project, no_project);
+  if (!launch.empty()) r.launch = launch;
   r.trainer_args = trainer_args;
   return r;
 }

@@ -21,7 +21,7 @@ void require_plain_numbers(CLI::App* app);
 
 // Flags shared by render, validate, run and submit: what to resolve.
 struct SelectionFlags {
-  std::string preset, cluster, strategy, project, template_file;
+  std::string preset, cluster, strategy, launch, project, template_file;
   bool no_project = false;
   std::vector<std::string> sets;
 

@@ -151,7 +151,14 @@ const std::vector<std::string>& known_template_names() {
                                                  "trainer_command",
                                                  "trainer_is_train",
                                                  "trainer_args",
-                                                 "arg"};
+                                                 "arg",
+                                                 "launch",
+                                                 "launch_hpctrain",
+                                                 "launch_srun",
+                                                 "launch_torchrun",
+                                                 "torchrun_command",
+                                                 "torchrun_runs_python",
+                                                 "cpus_per_node"};
   return names;
 }
 
@@ -230,6 +237,17 @@ data template_data(const Spec& spec, const RenderContext& ctx) {
   d.set("trainer_command", spec.trainer.command);  // one of known_trainer_commands()
   d.set("trainer_is_train", flag(spec.trainer.command == "train"));
   d.set("trainer_args", string_list(spec.trainer.args, "arg"));
+
+  d.set("launch", spec.launch);  // one of known_launch_modes()
+  d.set("launch_hpctrain", flag(spec.launch == "hpctrain"));
+  d.set("launch_srun", flag(spec.launch == "srun"));
+  d.set("launch_torchrun", flag(spec.launch == "torchrun"));
+  d.set("torchrun_command", string_list(spec.torchrun_command, "arg"));
+  // torchrun runs a .py file with its own Python; anything else it must run as it is.
+  const std::string& program = spec.trainer.program;
+  d.set("torchrun_runs_python",
+        flag(program.size() > 3 && program.compare(program.size() - 3, 3, ".py") == 0));
+  d.set("cpus_per_node", std::to_string(spec.shape.cpus_per_gpu * spec.shape.gpus_per_node));
   return d;
 }
 

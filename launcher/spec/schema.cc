@@ -185,6 +185,8 @@ const SchemaNode& spec_schema() {
       {"preset", kString},
       {"cluster", kString},
       {"strategy", kString},
+      {"launch", kString},
+      {"torchrun", object({{"command", kStringList}})},
       {"shape", object(shape_fields())},
       {"profile", object(profile_fields())},
       {"job", object({{"name", kString},

@@ -9,6 +9,7 @@
 #include "json_file.h"
 #include "render/shell.h"
 #include "sha256.h"
+#include "spec/launch.h"
 #include "spec/sbatch_long_options.h"
 #include "spec/schema.h"
 #include "spec/slurm_time.h"
@@ -377,11 +378,12 @@ void read_job(const SpecReader& r, Spec& spec) {
 
 void read_trainer(const SpecReader& r, Spec& spec) {
   spec.trainer.program = r.string("trainer.program");
+  spec.trainer.args = r.strings("trainer.args");
+  if (!spec.launches_hpctrain()) return;  // the program is the user's (spec/launch.h)
   if (spec.trainer.program.empty()) {
     throw UserError(r.where("trainer.program"), "is empty",
                     "name the trainer binary, e.g. \"hpctrain\" or an absolute path");
   }
-  spec.trainer.args = r.strings("trainer.args");
   // Absent: train (so that specs written before the key existed keep their hash).
   if (r.find("trainer.command")) spec.trainer.command = r.string("trainer.command");
   const auto& commands = known_trainer_commands();
@@ -464,6 +466,9 @@ Spec resolve_spec(const Catalog& catalog, const SpecRequest& request) {
   if (request.preset) cli["preset"] = *request.preset;
   if (request.cluster) cli["cluster"] = *request.cluster;
   if (request.strategy) cli["strategy"] = *request.strategy;
+  if (request.launch) cli["launch"] = *request.launch;
+  std::set<std::string> default_origins;
+  for (const auto& layer : defaults) default_origins.insert(layer.second);
   std::vector<std::pair<json, std::string>> sets;
   for (const auto& s : request.sets) sets.emplace_back(parse_set_assignment(s), "--set " + s);
 
@@ -480,11 +485,20 @@ Spec resolve_spec(const Catalog& catalog, const SpecRequest& request) {
       require_name(name_reader, "preset", "pass --preset NAME (hpclaunch presets list shows them)");
   spec.cluster =
       require_name(name_reader, "cluster", "pass --cluster NAME (hpclaunch clusters list)");
-  spec.strategy = require_name(name_reader, "strategy", "pass --strategy ddp|fsdp|zero1|zero2");
+  const WhereFn name_where = [&](const std::string& p) { return name_reader.where(p); };
+  spec.launch = check_launch_mode(name_reader.string("launch"), name_where("launch"));
+  auto strategy_origin = name_sources.find("strategy");
+  refuse_strategy_for_program(spec.launch,
+                              strategy_origin == name_sources.end() ? "" : strategy_origin->second,
+                              default_origins, name_where);
+  if (spec.launches_hpctrain()) {
+    spec.strategy = require_name(name_reader, "strategy", "pass --strategy ddp|fsdp|zero1|zero2");
+  }
   check_preset_name(PresetKind::Shape, spec.preset, name_reader.where("preset"));
   check_preset_name(PresetKind::Cluster, spec.cluster, name_reader.where("cluster"));
   const auto& strategies = known_strategies();
-  if (std::find(strategies.begin(), strategies.end(), spec.strategy) == strategies.end()) {
+  if (spec.launches_hpctrain() &&
+      std::find(strategies.begin(), strategies.end(), spec.strategy) == strategies.end()) {
     throw UserError(name_reader.where("strategy"),
                     "unknown strategy \"" + comment_text(spec.strategy) + "\"",
                     suggest_fix(spec.strategy, strategies, "strategies"));
@@ -512,14 +526,14 @@ Spec resolve_spec(const Catalog& catalog, const SpecRequest& request) {
   merge_layer(doc, project, project_origin, spec.sources);
   merge_layer(doc, cli, "command line", spec.sources);
   for (const auto& [layer, origin] : sets) merge_layer(doc, layer, origin, spec.sources);
-  // Arguments after `--` come last: appended to trainer.args from every layer, --set included.
-  if (request.trainer_args && !request.trainer_args->empty()) {
-    json& args = doc["trainer"]["args"];
-    if (!args.is_array()) args = json::array();
-    for (const auto& a : *request.trainer_args) args.push_back(a);
-    spec.sources["trainer.args"] = "command line";
-  }
   check_json(doc, spec_schema(), "merged spec");
+  const SpecReader merged(doc, spec.sources);
+  const WhereFn where = [&](const std::string& p) { return merged.where(p); };
+  apply_program_words(doc, spec.sources, spec.launch, default_origins, request.trainer_args, where);
+  check_json(doc, spec_schema(), "merged spec");
+  if (spec.launch == "torchrun")
+    spec.torchrun_command = read_torchrun_command(doc, spec.sources, where);
+  set_job_name_from_program(doc, spec.sources);
 
   for (const auto& [layer, origin] : defaults) spec.files.push_back(origin);
   for (const auto& f : shape.files) spec.files.push_back(f);

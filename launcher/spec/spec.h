@@ -1,4 +1,5 @@
-// The resolved description of one job: shape x cluster profile x strategy x trainer arguments.
+// The resolved description of one job: shape x cluster profile x launch mode (hpctrain with a
+// strategy, or the user's own program under srun or torchrun) x the program's arguments.
 //
 // Layers, lowest priority first (objects merge key by key, a later value wins, null removes):
 //   defaults.json (built-in, then user dirs) < shape preset < cluster profile
@@ -72,13 +73,25 @@ inline const std::vector<std::string>& known_trainer_commands() {
   return c;
 }
 
+// How the script starts the program (docs/programs.md): hpctrain (one task per GPU, gets
+// `train --strategy S`), srun (one task per GPU runs the user's command with RANK, LOCAL_RANK,
+// WORLD_SIZE, ... set) or torchrun (one task per node runs torchrun, which starts one process
+// per GPU).
+inline const std::vector<std::string>& known_launch_modes() {
+  static const std::vector<std::string> m = {"hpctrain", "srun", "torchrun"};
+  return m;
+}
+
 inline const std::vector<std::string>& known_strategies() {
   static const std::vector<std::string> s = {"ddp", "fsdp", "zero1", "zero2"};
   return s;
 }
 
 struct Spec {
-  std::string preset, cluster, strategy;
+  std::string preset, cluster;
+  std::string strategy;                       // hpctrain's; "" with another launch mode
+  std::string launch = "hpctrain";            // one of known_launch_modes()
+  std::vector<std::string> torchrun_command;  // launch torchrun: the launcher's argv prefix
   Shape shape;
   ClusterProfile profile;
   JobOptions job;
@@ -89,6 +102,7 @@ struct Spec {
   std::vector<std::string> files;              // every file that contributed, in layer order
 
   int world_size() const { return shape.nodes * shape.gpus_per_node; }
+  bool launches_hpctrain() const { return launch == "hpctrain"; }
   // The canonical text of `resolved` (2-space JSON + newline); its SHA-256 is the spec hash.
   std::string canonical_json() const;
   std::string hash() const;
@@ -96,11 +110,13 @@ struct Spec {
 
 // What the command line asked for.
 struct SpecRequest {
-  std::optional<std::string> preset, cluster, strategy;
-  std::optional<std::vector<std::string>> trainer_args;  // after `--`: appended to trainer.args
-  std::vector<std::string> sets;                         // "key.path=value", in order
-  std::optional<std::filesystem::path> project_file;     // --project; else ./hpclaunch.json
-  bool read_project_file = true;                         // --no-project turns it off
+  std::optional<std::string> preset, cluster, strategy, launch;
+  // After `--`: appended to trainer.args. With launch srun or torchrun and no trainer.program
+  // from a layer above the defaults, the first word is the program.
+  std::optional<std::vector<std::string>> trainer_args;
+  std::vector<std::string> sets;                      // "key.path=value", in order
+  std::optional<std::filesystem::path> project_file;  // --project; else ./hpclaunch.json
+  bool read_project_file = true;                      // --no-project turns it off
 };
 
 // A request from command-line words, as `render`, `sweep` and `tune` take them: "" leaves that
@@ -111,6 +127,11 @@ SpecRequest make_spec_request(const std::string& preset, const std::string& clus
 
 // A name a shell can export: letters, digits and '_', not starting with a digit.
 bool is_env_name(const std::string& s);
+
+// The job name when job.name is not set: the program's name ("train" for `python train.py`,
+// "pkg.train" for `python -m pkg.train`, "hpctrain" for hpctrain), reduced to letters, digits,
+// '.', '_' and '-' (it names the log file and run directory through %x).
+std::string job_name_from_program(const std::string& program, const std::vector<std::string>& args);
 
 // Merges the layers and validates the result. Throws UserError naming the file (or flag) and
 // key path of the first problem.

@@ -42,11 +42,11 @@ TEST_CASE("layering: built-in defaults alone", "[layering]") {
   auto r = render(sb, {"--preset", "1n2g"});
   CHECK(r.spec["cluster"] == "generic");
   CHECK(r.spec["strategy"] == "ddp");
-  CHECK(r.spec["job"]["name"] == "hpclaunch");
+  CHECK(r.spec["job"]["name"] == "hpctrain");  // no job.name set: the program's name
   CHECK(r.spec["shape"]["nodes"] == 1);
   CHECK(r.spec["shape"]["gpus_per_node"] == 2);
   CHECK(r.spec["profile"]["port_range"]["min"] == 20000);
-  CHECK(has_line(r.script, "#SBATCH --job-name=hpclaunch"));
+  CHECK(has_line(r.script, "#SBATCH --job-name=hpctrain"));
 }
 
 TEST_CASE("layering: $XDG_CONFIG_HOME/hpclaunch/defaults.json over the built-in defaults",
