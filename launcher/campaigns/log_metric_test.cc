@@ -117,3 +117,47 @@ TEST_CASE("a sweep with a metric regex measures each point from its job's log", 
   CHECK(rows[0].message.find("matches the metric regex") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("a sweep of a user's program: one series named after its launch mode", "[log_metric]") {
+  fs::path dir = fs::temp_directory_path() / ("program_sweep_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "runs");
+  SweepConfig c;
+  c.presets = {"1n1g", "2n2g"};
+  c.launch = "srun";
+  c.trainer_args = {"python3", "train.py", "--epochs", "1"};
+  c.poll_interval_s = 0.02;
+  c.no_project = true;
+  c.out_dir = (dir / "sw").string();
+  c.metric = make_log_metric("([0-9.]+) samples/s", "--metric-regex");
+  BackendChoice choice;
+  choice.runs_dir = (dir / "runs").string();
+  test::ScriptedBackend backend("slurm", 600);
+  backend.on_name("-1n1g-srun", {{{"COMPLETED", 0, "0: 10 samples/s\n"}}, {}})
+      .on_name("-2n2g-srun", {{{"COMPLETED", 0, "0: 30 samples/s\n"}}, {}});
+  CHECK(run_sweep(c, choice, {"hpclaunch", "sweep"}, &backend) == 0);
+  REQUIRE(backend.submitted.size() == 2);
+  // The program and its words as given: no --max-steps or --total-batch-tokens of hpctrain's.
+  const std::string& script = backend.scripts.begin()->second;
+  CHECK(script.find("train.py") != std::string::npos);
+  CHECK(script.find("--max-steps") == std::string::npos);
+  CHECK(script.find("--total-batch-tokens") == std::string::npos);
+  auto rows = parse_results_csv(read_input_file(dir / "sw/results.csv"), "results.csv");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].strategy == "srun");
+  REQUIRE(rows[1].speedup);
+  CHECK(*rows[1].speedup == Approx(3.0));
+
+  c.strategies = {"ddp"};
+  CHECK_THROWS_WITH(run_sweep(c, choice, {"hpclaunch", "sweep"}, &backend),
+                    Catch::StartsWith("--strategy: a strategy is hpctrain's"));
+  c.strategies.clear();
+  c.steps = 5;
+  CHECK_THROWS_WITH(run_sweep(c, choice, {"hpclaunch", "sweep"}, &backend),
+                    Catch::StartsWith("--steps: --steps sets hpctrain's --max-steps"));
+  c.steps = 0;
+  c.launch = "";
+  CHECK_THROWS_WITH(run_sweep(c, choice, {"hpclaunch", "sweep"}, &backend),
+                    Catch::StartsWith("--strategy: no strategies to sweep"));
+  fs::remove_all(dir);
+}

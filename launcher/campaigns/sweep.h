@@ -18,7 +18,8 @@ namespace hpc {
 // command line wins key by key.
 struct SweepConfig {
   std::vector<std::string> presets;     // shape presets, e.g. 1n1g, 1n2g, 2n2g
-  std::vector<std::string> strategies;  // ddp, fsdp, ...
+  std::vector<std::string> strategies;  // ddp, fsdp, ...; none for a user's program
+  std::string launch;                   // --launch: hpctrain, srun, torchrun; "" = the spec's
   std::string scaling = "strong";       // strong: global batch fixed; weak: per-GPU batch fixed
   long steps = 0;                       // --max-steps for every point; 0: the trainer args decide
   std::string cluster;                  // cluster profile; "" = the spec's default

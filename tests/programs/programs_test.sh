@@ -191,7 +191,7 @@ case "$case_name" in
     echo "nanogpt: loss $(head -n 1 losses | cut -d' ' -f2) at step 0, $(tail -n 1 losses | cut -d' ' -f2) at step $((steps - 1))"
     ;;
   sweep_metric)
-    timeout 360 "$hpclaunch" sweep --no-project --presets 1n1g,1n2g,2n2g --set launch=torchrun \
+    timeout 360 "$hpclaunch" sweep --no-project --presets 1n1g,1n2g,2n2g --launch torchrun \
       --set "torchrun.command=[\"$venv/bin/torchrun\"]" --set shape.cpus_per_gpu=1 \
       --metric-regex '\| ([0-9.]+) tokens/s' --out "$work/$name" \
       --runs-dir "$work/runs" -- "$programs/nanogpt_train.py" --steps 8 >sweep.out 2>sweep.err ||
