@@ -29,25 +29,32 @@ LogMetric make_log_metric(const std::string& pattern, const std::string& where) 
 LabelledLine split_rank_label(const std::string& line) {
   // srun --label: optional padding, digits, ": ".
   static const std::regex srun_label(R"(^\s*([0-9]{1,7}): ?)");
-  // torchrun --tee / local_ranks_filter: "[rank3]:" or "[default3]:" (its --role's name).
-  static const std::regex torchrun_label(R"(^\[(?:rank|default)([0-9]{1,7})\]:)");
-  LabelledLine out{-1, line};
+  // torch's global-rank prefix ("[rank3]:", as in its error reports and log_line_prefix_template).
+  static const std::regex torch_rank(R"(^\[rank([0-9]{1,7})\]: ?)");
+  LabelledLine out{-1, -1, line};
   std::smatch m;
   if (std::regex_search(line, m, srun_label)) {
-    out.rank = std::atoi(m[1].str().c_str());
+    out.srun_label = std::atoi(m[1].str().c_str());
     out.text = m.suffix();
   }
   std::string rest = out.text;
-  if (std::regex_search(rest, m, torchrun_label)) {
-    int inner = std::atoi(m[1].str().c_str());
-    // Behind an srun label of a node's launcher (label 0 = node 0), the inner label decides.
-    out.rank = (out.rank <= 0) ? inner : out.rank;
+  if (std::regex_search(rest, m, torch_rank)) {
+    out.torch_rank = std::atoi(m[1].str().c_str());
     out.text = m.suffix();
   }
   return out;
 }
 
-std::optional<double> last_metric_value(const LogMetric& metric, const std::string& log) {
+namespace {
+bool printed_by_rank0(const LabelledLine& l, SrunLabels labels) {
+  if (l.torch_rank >= 0) return l.torch_rank == 0;
+  if (labels == SrunLabels::kRanks) return l.srun_label <= 0;
+  return true;
+}
+}  // namespace
+
+std::optional<double> last_metric_value(const LogMetric& metric, const std::string& log,
+                                        SrunLabels labels) {
   std::istringstream in(log);
   std::string line;
   std::optional<double> value;
@@ -56,7 +63,7 @@ std::optional<double> last_metric_value(const LogMetric& metric, const std::stri
     ++number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     LabelledLine l = split_rank_label(line);
-    if (l.rank > 0) continue;
+    if (!printed_by_rank0(l, labels)) continue;
     std::smatch m;
     if (!std::regex_search(l.text, m, metric.regex)) continue;
     std::string figure = m.size() > 1 && m[1].matched ? m[1].str() : m[0].str();

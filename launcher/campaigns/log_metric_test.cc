@@ -17,16 +17,29 @@
 namespace fs = std::filesystem;
 using namespace hpc;
 
-TEST_CASE("rank labels: srun's N:, torchrun's [rankN]: and [defaultN]:, none", "[log_metric]") {
-  CHECK(split_rank_label("0: step 1").rank == 0);
+TEST_CASE("rank labels: srun's N: and torch's [rankN]:", "[log_metric]") {
+  CHECK(split_rank_label("0: step 1").srun_label == 0);
   CHECK(split_rank_label("0: step 1").text == "step 1");
-  CHECK(split_rank_label(" 3: x").rank == 3);  // srun pads labels when there are 10+ tasks
-  CHECK(split_rank_label("step 1").rank == -1);
+  CHECK(split_rank_label(" 3: x").srun_label == 3);  // srun pads labels when there are 10+ tasks
+  CHECK(split_rank_label("step 1").srun_label == -1);
+  CHECK(split_rank_label("step 1").torch_rank == -1);
   CHECK(split_rank_label("step 1").text == "step 1");
-  CHECK(split_rank_label("[rank2]: x").rank == 2);
-  CHECK(split_rank_label("0: [default1]:x").rank == 1);  // node 0's launcher, its local rank 1
-  CHECK(split_rank_label("0: [default1]:x").text == "x");
-  CHECK(split_rank_label("1: [default0]:x").rank == 1);  // node 1's first rank is not rank 0
+  CHECK(split_rank_label("[rank2]: x").torch_rank == 2);
+  CHECK(split_rank_label("1: [rank0]: x").srun_label == 1);
+  CHECK(split_rank_label("1: [rank0]: x").torch_rank == 0);
+  CHECK(split_rank_label("1: [rank0]: x").text == "x");
+  CHECK(split_rank_label("0: [default1]:x").torch_rank == -1);  // a local rank: not read
+}
+
+TEST_CASE("under torchrun srun's label is a node: rank 0 may print from node 1", "[log_metric]") {
+  LogMetric m = make_log_metric("tokens/s: ([0-9.]+)", "--metric-regex");
+  std::string log = "1: tokens/s: 70\n0: something else\n";
+  CHECK_FALSE(last_metric_value(m, log, SrunLabels::kRanks));
+  REQUIRE(last_metric_value(m, log, SrunLabels::kNodes));
+  CHECK(*last_metric_value(m, log, SrunLabels::kNodes) == Approx(70));
+  // torch's own global-rank prefix still tells ranks apart.
+  CHECK(*last_metric_value(m, "0: [rank0]: tokens/s: 5\n1: [rank3]: tokens/s: 9\n",
+                           SrunLabels::kNodes) == Approx(5));
 }
 
 TEST_CASE("the metric is rank 0's last matching line, group 1 or the whole match", "[log_metric]") {

@@ -190,7 +190,8 @@ void measure_from_log(Backend& backend, Point& p, const LogMetric& metric) {
   }
   std::optional<double> value;
   try {
-    value = last_metric_value(metric, *text);
+    value = last_metric_value(
+        metric, *text, p.job.spec.launch == "torchrun" ? SrunLabels::kNodes : SrunLabels::kRanks);
   } catch (const std::exception& e) {
     p.job.message = "metric: " + p.job.log + ": " + e.what();
     return;
