@@ -61,7 +61,8 @@ python_venv() {
   rm -rf "${venv}"
   started=${SECONDS}
   echo "install-deps: building the Python environment ${venv} (torch, lightning: ~3 GB from PyPI)"
-  trap 'rm -rf "${venv}"' EXIT
+  venv_in_progress="${venv}" # global: the EXIT trap runs after this function has returned
+  trap 'rm -rf "${venv_in_progress}"' EXIT
   /usr/bin/python3 -m venv "${venv}"
   "${venv}/bin/python" -m pip install --quiet --no-cache-dir --disable-pip-version-check \
     --only-binary=:all: -r "${requirements}"
