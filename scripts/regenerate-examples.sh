@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Renders every shape preset x cluster profile x strategy into examples/generated/, the golden
+# Renders every shape preset x cluster profile x strategy into examples/generated/, and a user's
+# program (python train.py) under --launch srun and torchrun on 2n2g for every cluster: the golden
 # files a reviewer reads. The test examples:golden re-renders them and fails when a template or
 # preset changed without regenerating:
 #   scripts/regenerate-examples.sh [--hpclaunch BIN]            rewrite examples/generated
@@ -55,6 +56,12 @@ for cluster in "${clusters[@]}"; do
         exit 1
       fi
     done
+  done
+  # A user's own program under each launch mode (docs/programs.md): 2n2g fits every profile.
+  for launch in srun torchrun; do
+    args=(render --no-project --preset 2n2g --cluster "${cluster}" --launch "${launch}"
+      "${set_args[@]}" -- python train.py --lr 3e-4)
+    (cd "${work}" && "${bin}" "${args[@]}") >"${out}/${cluster}/2n2g-launch-${launch}.sbatch"
   done
 done
 

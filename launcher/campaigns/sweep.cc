@@ -290,11 +290,13 @@ SweepSeries sweep_series(const SweepConfig& config, const Catalog& catalog) {
     throw UserError(
         "--strategy",
         "a strategy is hpctrain's, and this sweep launches your program (launch " + mode + ")",
-        "leave --strategy out: the sweep's one series is named " + mode);
+        "remove --strategy (and \"strategies\" from the sweep file): the sweep's one series "
+        "is named " +
+            mode);
   }
   if (config.steps > 0) {
     throw UserError("--steps", "--steps sets hpctrain's --max-steps, and launch is " + mode,
-                    "leave --steps out and give your program its own arguments after --");
+                    "remove --steps and give your program its own arguments after --");
   }
   return {{mode}, {""}, false};
 }

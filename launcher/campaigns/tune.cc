@@ -459,6 +459,7 @@ int run_tune(const TuneConfig& config, const BackendChoice& choice,
   SpecRequest base = make_spec_request(config.preset, config.cluster, "", config.sets,
                                        config.project, config.no_project);
   base.preset = config.preset;  // even "": resolve_spec names it as unknown
+  base.hpctrain_verb = "tune";
   Spec base_spec = resolve_spec(catalog, base);
   const std::string cluster = base_spec.cluster;
   const std::string backend_kind = given_backend ? given_backend->kind() : choice.kind;

@@ -141,8 +141,8 @@ int run_render(const RenderFlags& f, const Invocation& in) {
     std::cout << r.script;
   } else {
     std::cerr << "hpclaunch: wrote " << f.output << " (" << r.spec.preset << " on "
-              << r.spec.cluster << ", " << r.spec.world_size() << " ranks, " << r.spec.strategy
-              << ")\n";
+              << r.spec.cluster << ", " << r.spec.world_size() << " ranks, "
+              << r.spec.how_launched() << ")\n";
   }
   return 0;
 }
@@ -190,8 +190,8 @@ int run_validate(const ValidateFlags& f, const Invocation& in) {
     return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
   };
   std::cout << fmt::format(
-      "ok: preset {} on cluster {}, strategy {}: {} x {} = {}\n", r.spec.preset, r.spec.cluster,
-      r.spec.strategy, plural(r.spec.shape.nodes, "node"),
+      "ok: preset {} on cluster {}, {}: {} x {} = {}\n", r.spec.preset, r.spec.cluster,
+      r.spec.how_launched(), plural(r.spec.shape.nodes, "node"),
       plural(r.spec.shape.gpus_per_node, "GPU"), plural(r.spec.world_size(), "rank"));
   std::cout << "spec sha256 " << r.spec.hash() << " from:";
   for (const auto& file : r.spec.files) std::cout << " " << file;

@@ -133,6 +133,7 @@ RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& scri
   record.preset = spec.preset;
   record.cluster = spec.cluster;
   record.strategy = spec.strategy;
+  record.launch = spec.launch;
   record.world_size = spec.world_size();
   record.max_steps = max_steps_from_args(spec.trainer.args);
   // The batch script requeues itself only when it traps the time-limit signal.
@@ -163,8 +164,10 @@ int submit_and_follow(const Spec& spec, const std::string& script, const Backend
   RunRecord record = submit_job(*backend, spec, script, choice, command);
 
   std::cerr << "hpclaunch: submitted job " << record.job_id << " (" << spec.preset << ", "
-            << spec.world_size() << " ranks, " << spec.strategy << ") via " << record.backend
-            << " on " << record.host << "; run directory " << record.run_dir << "\n";
+            << spec.world_size() << " ranks, "
+            << (spec.launches_hpctrain() ? spec.strategy : spec.how_launched()) << ") via "
+            << record.backend << " on " << record.host << "; run directory " << record.run_dir
+            << "\n";
   if (!options.follow) {
     std::cout << record.job_id << "\n";
     return 0;
@@ -321,9 +324,9 @@ int list_jobs(const BackendChoice& choice, bool as_json, bool with_state) {
         state = "?";
       }
     }
-    std::cout << fmt::format("{:<10} {:<20} {:<7} {:<8} {:<8} {:>5}  {:<11} {}\n", r.job_id,
-                             r.submitted_at, r.backend, r.preset, r.strategy, r.world_size, state,
-                             r.local_dir);
+    std::cout << fmt::format(
+        "{:<10} {:<20} {:<7} {:<8} {:<8} {:>5}  {:<11} {}\n", r.job_id, r.submitted_at, r.backend,
+        r.preset, r.strategy.empty() ? r.launch : r.strategy, r.world_size, state, r.local_dir);
   }
   return 0;
 }

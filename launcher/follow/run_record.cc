@@ -30,6 +30,7 @@ json RunRecord::to_json() const {
               {"preset", preset},
               {"cluster", cluster},
               {"strategy", strategy},
+              {"launch", launch},
               {"world_size", world_size},
               {"max_steps", max_steps},
               {"max_requeues", max_requeues},
@@ -57,6 +58,7 @@ RunRecord RunRecord::from_json(const json& j) {
   r.preset = s("preset");
   r.cluster = s("cluster");
   r.strategy = s("strategy");
+  r.launch = s("launch").empty() ? "hpctrain" : s("launch");  // records older than the field
   r.world_size = j.value("world_size", 0);
   r.max_steps = j.value("max_steps", 0L);
   r.max_requeues = j.contains("max_requeues") && j["max_requeues"].is_number_integer()

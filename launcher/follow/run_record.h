@@ -25,7 +25,8 @@ struct RunRecord {
   std::string submitted_at;  // ISO 8601, UTC
   std::string hpclaunch_version;
   std::string spec_hash;
-  std::string preset, cluster, strategy;
+  std::string preset, cluster, strategy;  // strategy: hpctrain's, "" with another launch
+  std::string launch = "hpctrain";        // hpctrain, srun or torchrun
   int world_size = 0;
   long max_steps = 0;     // from the trainer's --max-steps, 0 if unknown
   int max_requeues = -1;  // job.max_requeues (0 without job.signal_seconds), -1 if unknown

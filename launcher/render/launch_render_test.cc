@@ -87,7 +87,7 @@ TEST_CASE("launch render: srun runs the command in every task with the env:// va
   CHECK(contains(s,
                  "hpc_task=(bash -c 'export RANK=\"${SLURM_PROCID}\" "
                  "LOCAL_RANK=\"${SLURM_LOCALID}\" WORLD_SIZE=\"${SLURM_NTASKS}\" "
-                 "LOCAL_WORLD_SIZE=4 NODE_RANK=\"${SLURM_NODEID}\"; exec \"$@\"' hpc-task)\n"));
+                 "LOCAL_WORLD_SIZE=4 NODE_RANK=\"${SLURM_NODEID}\"; exec -- \"$@\"' hpc-task)\n"));
   CHECK(section(s, "hpc_program=(", ")") ==
         "hpc_program=(\n  python\n  train.py\n  --lr\n  3e-4\n)");
   CHECK(contains(s, "\n\"${hpc_srun[@]}\" \"${hpc_task[@]}\" \"${hpc_program[@]}\" &\n"));

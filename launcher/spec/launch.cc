@@ -130,6 +130,14 @@ void apply_program_words(json& doc, std::map<std::string, std::string>& sources,
                     "put the command after --, e.g. hpclaunch run --launch " + launch +
                         " -- python train.py --lr 3e-4");
   }
+  // srun and torchrun would read a word starting with '-' in the program's place as an option.
+  if (program->is_string() && program->get<std::string>()[0] == '-') {
+    throw UserError(where("trainer.program"),
+                    "\"" + comment_text(program->get<std::string>()) +
+                        "\" starts with '-': srun or torchrun would read it as an option",
+                    "put the program first, e.g. -- python train.py, or write ./" +
+                        comment_text(program->get<std::string>()) + " for a file of that name");
+  }
 }
 
 std::vector<std::string> read_torchrun_command(json& doc,
@@ -147,6 +155,12 @@ std::vector<std::string> read_torchrun_command(json& doc,
     throw UserError(where("torchrun.command"), "is empty",
                     "name the launcher, e.g. [\"torchrun\"] or [\"python\", \"-m\", "
                     "\"torch.distributed.run\"]");
+  }
+  if (command[0][0] == '-') {
+    throw UserError(
+        where("torchrun.command"),
+        "starts with \"" + comment_text(command[0]) + "\", which srun reads as an option",
+        "name the launcher first, e.g. [\"torchrun\", \"--max_restarts=0\"]");
   }
   for (size_t i = 0; i < command.size(); ++i) {
     if (command[i].empty()) {

@@ -487,6 +487,12 @@ Spec resolve_spec(const Catalog& catalog, const SpecRequest& request) {
       require_name(name_reader, "cluster", "pass --cluster NAME (hpclaunch clusters list)");
   const WhereFn name_where = [&](const std::string& p) { return name_reader.where(p); };
   spec.launch = check_launch_mode(name_reader.string("launch"), name_where("launch"));
+  if (!request.hpctrain_verb.empty() && !spec.launches_hpctrain()) {
+    throw UserError(
+        name_where("launch"),
+        "hpclaunch " + request.hpctrain_verb + " runs hpctrain, and launch is " + spec.launch,
+        "pass --set launch=hpctrain for it (or --no-project), see docs/programs.md");
+  }
   auto strategy_origin = name_sources.find("strategy");
   refuse_strategy_for_program(spec.launch,
                               strategy_origin == name_sources.end() ? "" : strategy_origin->second,

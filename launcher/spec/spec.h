@@ -103,6 +103,10 @@ struct Spec {
 
   int world_size() const { return shape.nodes * shape.gpus_per_node; }
   bool launches_hpctrain() const { return launch == "hpctrain"; }
+  // For messages: "strategy ddp" (hpctrain) or "launch srun".
+  std::string how_launched() const {
+    return launches_hpctrain() ? "strategy " + strategy : "launch " + launch;
+  }
   // The canonical text of `resolved` (2-space JSON + newline); its SHA-256 is the spec hash.
   std::string canonical_json() const;
   std::string hash() const;
@@ -117,6 +121,8 @@ struct SpecRequest {
   std::vector<std::string> sets;                      // "key.path=value", in order
   std::optional<std::filesystem::path> project_file;  // --project; else ./hpclaunch.json
   bool read_project_file = true;                      // --no-project turns it off
+  // A verb that runs hpctrain only ("sweep", "tune"): another launch mode is refused.
+  std::string hpctrain_verb;
 };
 
 // A request from command-line words, as `render`, `sweep` and `tune` take them: "" leaves that
