@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch Lightning under Slurm: DDP over every task srun starts, and Lightning's own requeue.
 
-    hpclaunch run --preset 2n2g --launch srun --set trainer.program=python3 -- \
-        examples/programs/lightning_train.py --nodes 2 --devices 2 --max-steps 40
+    hpclaunch run --preset 2n2g --launch srun -- \
+        python examples/programs/lightning_train.py --nodes 2 --devices 2 --max-steps 40
 
 Lightning's SLURMEnvironment reads the ranks from srun's variables (SLURM_PROCID, SLURM_LOCALID,
 SLURM_NODEID, SLURM_NTASKS) and keeps the batch script's MASTER_ADDR and MASTER_PORT; the Trainer
@@ -13,11 +13,11 @@ Each rank prints what Lightning made of it:
 
 On USR1 (Slurm's --signal, or `scancel --signal=USR1 --batch JOBID`, which hpclaunch's batch script
 forwards to the tasks) Lightning saves `hpc_ckpt_N.ckpt` in --root and its rank 0 runs
-`scontrol requeue`; the requeued job starts again from that checkpoint (docs/programs.md). Rank 0
-prints where training starts and where it ends:
+`scontrol requeue`; the requeued job starts again from that checkpoint
+(docs/program-examples.md). Rank 0 prints where training starts and where it ends:
 
-    lightning: training starts at step 0
-    lightning: finished at step 40, train_loss 0.0101
+    lightning: training starts at step 5
+    lightning: finished at step 40, train_loss 0.2067
 """
 import argparse
 import socket

@@ -2,10 +2,10 @@
 """A tiny character-level GPT trained with DDP: nanoGPT's train.py in miniature.
 
 Launch it as you would nanoGPT's, one process per GPU, under torchrun or srun; here through
-hpclaunch (docs/programs.md):
+hpclaunch (docs/program-examples.md):
 
-    hpclaunch run --preset 2n2g --launch torchrun --set trainer.program=python3 -- \
-        examples/programs/nanogpt_train.py --steps 30
+    hpclaunch run --preset 2n2g --launch torchrun -- examples/programs/nanogpt_train.py --steps 30
+    hpclaunch run --preset 2n2g --launch srun -- python examples/programs/nanogpt_train.py
 
 Every process reads RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT (torchrun and
 hpclaunch's srun launch both set them). Rank 0 prints one line per step, which `hpclaunch run`
@@ -14,8 +14,8 @@ streams as it comes:
     step 7 | loss 2.8812 | 1830 tokens/s | 4 ranks
 
 tokens/s counts the tokens of all ranks in that step, so `hpclaunch sweep` can read it with
-`"metric": {"regex": "\\| ([0-9.]+) tokens/s"}`. On CPU (no GPU, or the test cluster's fake ones)
-it uses Gloo; with CUDA it uses NCCL and one GPU per process.
+`--metric-regex '\| ([0-9.]+) tokens/s'` (docs/sweeps.md). On CPU (no GPU, or the test
+cluster's fake ones) it uses Gloo; with CUDA it uses NCCL and one GPU per process.
 """
 import argparse
 import math
