@@ -4,6 +4,9 @@
 #   scripts/install-deps.sh            launcher + tests + trainer (default)
 #   scripts/install-deps.sh --launcher only the launcher's build dependencies
 #   scripts/install-deps.sh --fresh-root what scripts/fresh-root-test.sh needs on the host
+#   scripts/install-deps.sh --python   only the tests' Python environment (python3-venv from apt, then
+#                                      the pinned torch/lightning/numpy of python-requirements.txt)
+#   scripts/install-deps.sh --python-venv-path   print where that environment is (or would be)
 #   scripts/install-deps.sh --list     print the packages named here, one per line
 # Every program a test or script runs comes from a package named here, or from one that every
 # Debian root has (Priority: required); tests/deps/commands_test.py checks that.
@@ -27,17 +30,67 @@ cluster_pkgs=(slurmctld slurmd slurm-client munge openssh-server openssh-client 
   slurmdbd mariadb-server)
 # python3: the tests' reference implementation and helper scripts (the product needs no Python).
 trainer_pkgs=(libtorch-dev libgloo-dev libopenblas0-openmp python3 python3-torch python3-numpy)
+# python3-venv: the virtual environment with torch 2.x and Lightning from PyPI (python_venv below).
+python_pkgs=(python3 python3-venv)
+
+# The tests' Python environment: Debian's python3 (never a pyenv or /usr/local one, which a fresh
+# Debian 12 lacks) with exactly the pins of scripts/python-requirements.txt, in a virtual
+# environment outside the checkout so that a reused machine keeps it. Its name carries a hash of
+# the requirements and of the Python version: a change to either makes a new one. The tests' jobs
+# run as the user who runs the tests, so that user's cache directory serves them.
+requirements="$(dirname "${BASH_SOURCE[0]}")/python-requirements.txt"
+venv_path() {
+  local hash
+  hash="$({ cat "${requirements}"; /usr/bin/python3 -c 'import sys; print(sys.version)'; } |
+    sha256sum | cut -c1-12)"
+  echo "${XDG_CACHE_HOME:-${HOME}/.cache}/hpclaunch/venv-${hash}"
+}
+# A venv is complete when its marker exists; it is written last. A failed install removes the
+# directory again (EXIT trap), and a directory without the marker (a killed install) is rebuilt.
+# pip reads PIP_INDEX_URL / PIP_FIND_LINKS from the environment (a local mirror or a wheel folder).
+python_venv() {
+  local venv marker started
+  venv="$(venv_path)"
+  marker="${venv}/.hpclaunch-complete"
+  if [[ -e "${marker}" ]]; then
+    echo "install-deps: Python environment present: ${venv}"
+    return 0
+  fi
+  mkdir -p "$(dirname "${venv}")"
+  exec {lock_fd}>"${venv}.lock"
+  flock "${lock_fd}" # another install-deps.sh building the same venv: wait for it
+  if [[ -e "${marker}" ]]; then
+    echo "install-deps: Python environment present: ${venv}"
+    return 0
+  fi
+  rm -rf "${venv}"
+  started=${SECONDS}
+  echo "install-deps: building the Python environment ${venv} (torch, lightning: ~3 GB from PyPI)"
+  venv_in_progress="${venv}" # global: the EXIT trap runs after this function has returned
+  trap 'rm -rf "${venv_in_progress}"' EXIT
+  /usr/bin/python3 -m venv "${venv}"
+  "${venv}/bin/python" -m pip install --quiet --no-cache-dir --disable-pip-version-check \
+    --only-binary=:all: -r "${requirements}"
+  "${venv}/bin/python" -c 'import torch, lightning, numpy'
+  echo "$(sha256sum <"${requirements}" | cut -c1-64) ${requirements##*/}" >"${marker}"
+  trap - EXIT
+  echo "install-deps: Python environment ready in $((SECONDS - started)) s ($(du -sh "${venv}" | cut -f1)): ${venv}"
+}
 
 pkgs=("${launcher_pkgs[@]}")
+with_python=0
 case "${1:-all}" in
   --launcher) ;;
-  all|--all) pkgs+=("${cluster_pkgs[@]}" "${trainer_pkgs[@]}") ;;
+  all|--all) pkgs+=("${cluster_pkgs[@]}" "${trainer_pkgs[@]}" "${python_pkgs[@]}"); with_python=1 ;;
+  --python) pkgs=("${python_pkgs[@]}"); with_python=1 ;;
+  --python-venv-path) venv_path; exit 0 ;;
   --fresh-root) pkgs=(debootstrap iproute2 util-linux git) ;;
   --list)
-    printf '%s\n' "${pkgs[@]}" "${cluster_pkgs[@]}" "${trainer_pkgs[@]}" debootstrap git
+    printf '%s\n' "${pkgs[@]}" "${cluster_pkgs[@]}" "${trainer_pkgs[@]}" "${python_pkgs[@]}" \
+      debootstrap git
     exit 0
     ;;
-  *) echo "usage: $0 [--launcher|--all|--fresh-root|--list]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--launcher|--all|--python|--python-venv-path|--fresh-root|--list]" >&2; exit 2 ;;
 esac
 
 missing=()
@@ -48,6 +101,7 @@ for p in "${pkgs[@]}"; do
 done
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all ${#pkgs[@]} packages present"
+  if ((with_python)); then python_venv; fi
   exit 0
 fi
 
@@ -62,3 +116,4 @@ fi
 echo "install-deps: installing ${missing[*]}"
 "${SUDO[@]}" apt-get update -qq
 "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if ((with_python)); then python_venv; fi

@@ -38,6 +38,13 @@ using nlohmann::json;
 namespace hpc {
 namespace {
 
+// The series a sweep compares: their names in results.csv and the plots (hpctrain's strategies,
+// or the launch mode of a user's program) and the strategy each one asks the spec for.
+struct SweepSeries {
+  std::vector<std::string> labels, strategies;
+  bool hpctrain = true;
+};
+
 // One point and its job, as kept in sweep.json.
 struct Point {
   std::string preset, strategy;
@@ -85,10 +92,6 @@ void validate(const SweepConfig& c) {
   if (c.presets.empty()) {
     throw UserError("--presets", "no presets to sweep",
                     "pass --presets 1n1g,1n2g,... or \"presets\" in the sweep file");
-  }
-  if (c.strategies.empty()) {
-    throw UserError("--strategy", "no strategies to sweep",
-                    "pass --strategy ddp[,fsdp] or \"strategies\" in the sweep file");
   }
   std::set<std::string> seen;
   for (const auto& p : c.presets) {
@@ -172,8 +175,42 @@ class SweepTable {
   std::map<std::string, std::string> last_;
 };
 
-void measure(Backend& backend, Point& p, int warmup) {
+// A user's program: the last figure rank 0 printed that the sweep's regex matches.
+void measure_from_log(Backend& backend, Point& p, const LogMetric& metric) {
+  std::optional<std::string> text;
+  try {
+    text = read_backend_file(backend, p.job.log);
+  } catch (const std::exception& e) {
+    p.job.message = "log unreadable: " + p.job.log + ": " + printable_first_line(e.what());
+    return;
+  }
+  if (!text) {
+    p.job.message = "no log " + p.job.log;
+    return;
+  }
+  std::optional<double> value;
+  try {
+    value = last_metric_value(
+        metric, *text, p.job.spec.launch == "torchrun" ? SrunLabels::kNodes : SrunLabels::kRanks);
+  } catch (const std::exception& e) {
+    p.job.message = "metric: " + p.job.log + ": " + e.what();
+    return;
+  }
+  if (!value) {
+    p.job.message = "no line of rank 0 in " + p.job.log + " matches the metric regex \"" +
+                    comment_text(metric.pattern) + "\"";
+    return;
+  }
+  p.throughput = Throughput{*value, 0, 1, 1, 0};
+  p.job.message.clear();
+}
+
+void measure(Backend& backend, Point& p, int warmup, const std::optional<LogMetric>& metric) {
   p.throughput.reset();
+  if (metric) {
+    measure_from_log(backend, p, *metric);
+    return;
+  }
   std::string path = p.job.run_dir + "/metrics.jsonl";
   std::optional<std::string> text;
   try {
@@ -218,11 +255,50 @@ ResultRow row_of(const Point& p) {
   return r;
 }
 
-// The sweep's directory: --out, else sweeps/<presets>-<strategies>-<scaling>.
-std::string sweep_out_dir(const SweepConfig& config) {
+// The sweep's directory: --out, else sweeps/<presets>-<series>-<scaling>.
+std::string sweep_out_dir(const SweepConfig& config, const SweepSeries& series) {
   if (!config.out_dir.empty()) return config.out_dir;
   return fmt::format("sweeps/{}-{}-{}", fmt::join(config.presets, "_"),
-                     fmt::join(config.strategies, "_"), config.scaling);
+                     fmt::join(series.labels, "_"), config.scaling);
+}
+
+// The spec request of one point. `strategy` "" for a user's program (launch srun, torchrun).
+SpecRequest point_request(const SweepConfig& config, const std::string& preset,
+                          const std::string& strategy, std::vector<std::string> sets) {
+  SpecRequest r = make_spec_request(preset, config.cluster, strategy, std::move(sets),
+                                    config.project, config.no_project);
+  if (!config.launch.empty()) r.launch = config.launch;
+  return r;
+}
+
+// What the sweep compares: hpctrain's strategies, or, for a user's program, one series named
+// after its launch mode (the program chooses its own parallelism). The mode comes from the
+// layers as for `hpclaunch run` (--launch, the project file, --set launch=...).
+SweepSeries sweep_series(const SweepConfig& config, const Catalog& catalog) {
+  SpecRequest r = point_request(config, config.presets.front(), "", config.sets);
+  r.trainer_args = config.trainer_args;
+  const std::string mode = resolve_spec(catalog, r).launch;
+  if (mode == "hpctrain") {
+    if (config.strategies.empty()) {
+      throw UserError("--strategy", "no strategies to sweep",
+                      "pass --strategy ddp[,fsdp] or \"strategies\" in the sweep file (or sweep "
+                      "your own program with --launch srun|torchrun)");
+    }
+    return {config.strategies, config.strategies, true};
+  }
+  if (!config.strategies.empty()) {
+    throw UserError(
+        "--strategy",
+        "a strategy is hpctrain's, and this sweep launches your program (launch " + mode + ")",
+        "remove --strategy (and \"strategies\" from the sweep file): the sweep's one series "
+        "is named " +
+            mode);
+  }
+  if (config.steps > 0) {
+    throw UserError("--steps", "--steps sets hpctrain's --max-steps, and launch is " + mode,
+                    "remove --steps and give your program its own arguments after --");
+  }
+  return {{mode}, {""}, false};
 }
 
 // The name of the sweep's jobs and report: its directory's.
@@ -234,7 +310,8 @@ std::string sweep_name_of(const std::string& out_dir) {
 // Every point resolved and rendered: a bad one stops the sweep before anything is submitted.
 // The trainer's arguments of a point depend on the smallest and largest world of the sweep.
 std::vector<Point> sweep_points(const SweepConfig& config, const Catalog& catalog,
-                                const std::string& backend_kind, const std::string& sweep_name,
+                                const SweepSeries& series, const std::string& backend_kind,
+                                const std::string& sweep_name,
                                 const std::vector<std::string>& command) {
   std::vector<std::string> shapes = catalog.names(PresetKind::Shape);
   for (const auto& p : config.presets) {
@@ -246,9 +323,8 @@ std::vector<Point> sweep_points(const SweepConfig& config, const Catalog& catalo
   std::map<std::string, Shape> shape_of;
   int smallest = 0, largest = 0;
   for (const auto& p : config.presets) {
-    SpecRequest r = make_spec_request(p, config.cluster, config.strategies.front(), config.sets,
-                                      config.project, config.no_project);
-    r.hpctrain_verb = "sweep";
+    SpecRequest r = point_request(config, p, series.strategies.front(), config.sets);
+    r.trainer_args = config.trainer_args;
     Spec s = resolve_spec(catalog, r);
     check_backend_fits(backend_kind, s, "--presets");
     shape_of[p] = s.shape;
@@ -261,19 +337,19 @@ std::vector<Point> sweep_points(const SweepConfig& config, const Catalog& catalo
   ScriptTemplate script_template = ScriptTemplate::from_file(tmpl);
 
   std::vector<Point> points;
-  for (const auto& strategy : config.strategies) {
+  for (size_t i = 0; i < series.labels.size(); ++i) {
     for (const auto& preset : config.presets) {
       Point p;
       p.preset = preset;
-      p.strategy = strategy;
-      std::vector<std::string> sets = {"job.name=" + sweep_name + "-" + preset + "-" + strategy};
+      p.strategy = series.labels[i];
+      std::vector<std::string> sets = {"job.name=" + sweep_name + "-" + preset + "-" + p.strategy};
       sets.insert(sets.end(), config.sets.begin(), config.sets.end());
-      SpecRequest r = make_spec_request(preset, config.cluster, strategy, std::move(sets),
-                                        config.project, config.no_project);
-      r.hpctrain_verb = "sweep";
+      SpecRequest r = point_request(config, preset, series.strategies[i], std::move(sets));
       int world = shape_of[preset].nodes * shape_of[preset].gpus_per_node;
-      r.trainer_args = point_trainer_args(config.trainer_args, config.scaling, config.steps, world,
-                                          smallest, largest);
+      // hpctrain's --max-steps and --total-batch-tokens; a user's program gets its own words.
+      r.trainer_args = series.hpctrain ? point_trainer_args(config.trainer_args, config.scaling,
+                                                            config.steps, world, smallest, largest)
+                                       : config.trainer_args;
       p.job.key = p.key();
       p.job.spec = resolve_spec(catalog, r);
       p.nodes = p.job.spec.shape.nodes;
@@ -345,6 +421,22 @@ void adopt_previous_points(std::vector<Point>& points, const std::map<std::strin
   }
 }
 
+// "metric": {"regex": "tokens/s: ([0-9.]+)"}: the figure a user's program prints.
+LogMetric read_metric(const std::string& file, const json& v) {
+  const std::string fix = "write \"metric\": {\"regex\": \"tokens/s: ([0-9.]+)\"}";
+  if (!v.is_object())
+    throw UserError(file + ": metric", "expected an object, found " + v.dump(), fix);
+  for (const auto& [key, value] : v.items()) {
+    if (key != "regex")
+      throw UserError(file + ": metric." + key, "unknown key", suggest_fix(key, {"regex"}, "keys"));
+  }
+  if (!v.contains("regex")) throw UserError(file + ": metric", "no \"regex\"", fix);
+  if (!v["regex"].is_string())
+    throw UserError(file + ": metric.regex", "expected a string, found " + v["regex"].dump(),
+                    "quote the regular expression");
+  return make_log_metric(v["regex"].get<std::string>(), file + ": metric.regex");
+}
+
 }  // namespace
 
 std::vector<std::string> split_comma_list(const std::string& s) {
@@ -365,9 +457,9 @@ SweepConfig read_sweep_file(const fs::path& path, SweepConfig c) {
   if (!j.is_object())
     throw UserError(file, "expected a JSON object", "see examples/sweeps/ and docs/sweeps.md");
   static const std::vector<std::string> keys = {
-      "presets",        "strategies",   "scaling",       "steps", "cluster",
-      "max_concurrent", "warmup_steps", "start_timeout", "out",   "set",
-      "trainer_args",   "project",      "template"};
+      "presets",        "strategies",   "scaling",       "steps",  "cluster",
+      "max_concurrent", "warmup_steps", "start_timeout", "out",    "set",
+      "trainer_args",   "project",      "template",      "metric", "launch"};
   auto strings = [&](const std::string& key, const json& v) {
     if (v.is_string()) return split_comma_list(v.get<std::string>());
     if (!v.is_array())
@@ -431,6 +523,10 @@ SweepConfig read_sweep_file(const fs::path& path, SweepConfig c) {
       c.project = string(key, v);
     else if (key == "template")
       c.template_file = string(key, v);
+    else if (key == "metric")
+      c.metric = read_metric(file, v);
+    else if (key == "launch")
+      c.launch = string(key, v);
     else
       throw UserError(file + ": " + key, "unknown key", suggest_fix(key, keys, "keys"));
   }
@@ -467,10 +563,12 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
               const std::vector<std::string>& command, Backend* given_backend) {
   validate(config);
   Catalog catalog = Catalog::from_environment();
-  const std::string out_dir = sweep_out_dir(config);
+  const SweepSeries series = sweep_series(config, catalog);
+  const std::string out_dir = sweep_out_dir(config, series);
   const std::string sweep_name = sweep_name_of(out_dir);
   const std::string backend_kind = given_backend ? given_backend->kind() : choice.kind;
-  std::vector<Point> points = sweep_points(config, catalog, backend_kind, sweep_name, command);
+  std::vector<Point> points =
+      sweep_points(config, catalog, series, backend_kind, sweep_name, command);
 
   // The sweep directory and its state: points already finished are kept, not resubmitted.
   fs::path dir = out_dir;
@@ -499,7 +597,7 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
               {"hpclaunch_version", kVersion},
               {"scaling", config.scaling},
               {"presets", config.presets},
-              {"strategies", config.strategies},
+              {"strategies", series.labels},
               {"command", command},
               {"updated_at", utc_now_iso8601()},
               {"points", json::array()}};
@@ -516,7 +614,7 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
 
   int warmup = config.warmup_steps;
   for (auto& p : points)
-    if (p.job.state == "COMPLETED") measure(*backend, p, warmup);
+    if (p.job.state == "COMPLETED") measure(*backend, p, warmup, config.metric);
   save_state();
   std::cerr << fmt::format(
       "hpclaunch: sweep {}: {} point{} ({} scaling) via {}; {} finished before, {} still running, "
@@ -535,7 +633,7 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
   PoolHooks hooks;
   hooks.completed = [&](PoolJob& j) {
     for (auto& p : points)
-      if (&p.job == &j) measure(*backend, p, warmup);
+      if (&p.job == &j) measure(*backend, p, warmup, config.metric);
   };
   hooks.changed = [&]() {
     save_state();

@@ -1,6 +1,7 @@
 // Scaling sweeps: one job per (shape preset, strategy) point, submitted through a Backend at
-// most K at a time, watched in a live table, measured from each run's metrics.jsonl, and written
-// up as a sweep directory (sweep.json, results.csv, summary.md, plots/). docs/sweeps.md.
+// most K at a time, watched in a live table, measured from each run's metrics.jsonl (or from a
+// figure the program prints in its log, LogMetric), and written up as a sweep directory
+// (sweep.json, results.csv, summary.md, plots/). docs/sweeps.md.
 #pragma once
 
 #include <filesystem>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "campaigns/log_metric.h"
 #include "follow/jobs.h"
 
 namespace hpc {
@@ -16,7 +18,8 @@ namespace hpc {
 // command line wins key by key.
 struct SweepConfig {
   std::vector<std::string> presets;     // shape presets, e.g. 1n1g, 1n2g, 2n2g
-  std::vector<std::string> strategies;  // ddp, fsdp, ...
+  std::vector<std::string> strategies;  // ddp, fsdp, ...; none for a user's program
+  std::string launch;                   // --launch: hpctrain, srun, torchrun; "" = the spec's
   std::string scaling = "strong";       // strong: global batch fixed; weak: per-GPU batch fixed
   long steps = 0;                       // --max-steps for every point; 0: the trainer args decide
   std::string cluster;                  // cluster profile; "" = the spec's default
@@ -28,6 +31,9 @@ struct SweepConfig {
   std::string out_dir;                    // "" = sweeps/<presets>-<strategies>-<scaling>
   std::vector<std::string> sets;          // --set key.path=value for every point
   std::vector<std::string> trainer_args;  // after --, for every point
+  // The figure to compare, from each job's log (a user's program) instead of hpctrain's
+  // metrics.jsonl: "metric": {"regex": "..."} or --metric-regex.
+  std::optional<LogMetric> metric;
   std::string project, template_file;
   bool no_project = false;
 };

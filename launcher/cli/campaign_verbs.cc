@@ -15,10 +15,11 @@ namespace {
 // file, flag by flag: each flag that may override the file keeps its CLI::Option to ask.
 struct SweepFlags {
   SweepConfig given;
-  std::string file, presets, strategies;
+  std::string file, presets, strategies, metric_regex;
   BackendFlags backend;
   CLI::Option *presets_opt, *strategies_opt, *scaling, *steps, *cluster, *max_concurrent,
-      *warmup_steps, *start_timeout, *out_dir, *project, *template_file, *poll;
+      *warmup_steps, *start_timeout, *out_dir, *project, *template_file, *poll, *metric_opt,
+      *launch;
 
   SweepConfig config(const Invocation& in) const {
     SweepConfig c;
@@ -43,6 +44,8 @@ struct SweepFlags {
     if (given.no_project) c.no_project = true;
     if (template_file->count()) c.template_file = given.template_file;
     if (poll->count()) c.poll_interval_s = given.poll_interval_s;
+    if (launch->count()) c.launch = given.launch;
+    if (metric_opt->count()) c.metric = make_log_metric(metric_regex, "--metric-regex");
     if (in.trainer_args) {
       c.trainer_args.insert(c.trainer_args.end(), in.trainer_args->begin(), in.trainer_args->end());
     }
@@ -82,6 +85,14 @@ VerbHandler define_sweep(CLI::App* verb) {
                                       "mustache template (default: the built-in one)");
   f->poll =
       verb->add_option("--poll", g.poll_interval_s, "seconds between state checks (default 1)");
+  f->launch = verb->add_option(
+      "--launch", g.launch,
+      "hpctrain (default), or srun / torchrun for your own program after -- (one series, no "
+      "--strategy; measure it with --metric-regex)");
+  f->metric_opt = verb->add_option(
+      "--metric-regex", f->metric_regex,
+      "measure your program's own figure: the last line of rank 0 in each job's log that this "
+      "regex matches, group 1 (e.g. 'tokens/s: ([0-9.]+)'), instead of hpctrain's metrics");
   f->backend.add_to(verb, true);
   verb->footer(
       "Example: hpclaunch sweep --presets 1n1g,1n2g --strategy ddp --local --steps 20 -- "

@@ -109,6 +109,8 @@ TEST_CASE("launch render: torchrun runs one agent per node with a c10d rendezvou
         "  --kill-on-bad-exit=1 # one failed node ends the step instead of leaving the others "
         "hanging\n"
         "  --wait=60 # seconds the others may run on after the first task exits\n"
+        "  --ntasks=2 # one per node: srun would take the job's SLURM_NTASKS (one per GPU) and "
+        "refuse\n"
         "  --ntasks-per-node=1\n"
         "  --cpus-per-task=" +
             std::to_string(

@@ -41,6 +41,12 @@ NOT_COMMANDS = {
 # install what they need themselves (scripts/install-deps.sh --fresh-root), so a program only
 # they use need not be installed here; when it is, its package must still be named.
 HOST_TOOLS = {"scripts/fresh-root-test.sh"}
+# Programs of the tests' Python environment (scripts/install-deps.sh --python: a virtual
+# environment of Debian's python3 with the pins of scripts/python-requirements.txt), each with the
+# PyPI package that installs it. Tests run them by path ("$venv/bin/torchrun"); one named bare is
+# accounted for when its package is pinned there (PyPI is not Debian: dpkg knows nothing of it).
+VENV_PROGRAMS = {"torchrun": "torch", "lightning": "lightning"}
+REQUIREMENTS = "scripts/python-requirements.txt"
 # Wrappers whose first non-option argument is again a command.
 WRAPPERS = {"env", "sudo", "timeout", "nohup", "nice", "setsid", "xargs", "unshare", "flock",
             "runuser", "stdbuf"}
@@ -356,6 +362,25 @@ def direct_dependencies(packages):
     return names
 
 
+def pinned_requirements(repo):
+    """({lower-case name: version} of the exact pins, [problems]) of scripts/python-requirements.txt:
+    every requirement is pinned with ==, so that the environment is the same on every machine."""
+    path = repo / REQUIREMENTS
+    if not path.exists():
+        return {}, []
+    pins, problems = {}, []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        m = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!-]+)", line)
+        if not m:
+            problems.append(f"{REQUIREMENTS}:{n}: '{line}' is not pinned; write name==version")
+            continue
+        pins[m.group(1).lower().replace("_", "-")] = m.group(2)
+    return pins, problems
+
+
 def priority(package):
     r = subprocess.run(["dpkg-query", "-W", "-f=${Priority}", package], capture_output=True, text=True)
     return r.stdout.strip()
@@ -370,9 +395,18 @@ def main():
     listed = subprocess.run([str(repo / "scripts" / "install-deps.sh"), "--list"],
                             capture_output=True, text=True, check=True).stdout.split()
     allowed = set(listed) | direct_dependencies(listed)
-    problems, rows = [], []
+    pins, problems = pinned_requirements(repo)
+    rows = []
     for program, places in sorted(uses(repo).items()):
         where = places[0]
+        if program in VENV_PROGRAMS:
+            req = VENV_PROGRAMS[program]
+            if req in pins:
+                rows.append(f"{program:16} {'venv: ' + req + '==' + pins[req]:20} {where}")
+            else:
+                problems.append(f"{where}: '{program}' comes from the PyPI package '{req}', which "
+                                f"{REQUIREMENTS} does not pin; add {req}==VERSION there")
+            continue
         package, path = package_of(program)
         if path is None and all(p.split(":")[0] in HOST_TOOLS for p in places):
             rows.append(f"{program:16} {'(host tool)':20} {where}")
