@@ -77,6 +77,8 @@ TEST_CASE("launch render: srun runs the command in every task with the env:// va
   CHECK(section(s, "hpc_srun=(", ")") ==
         "hpc_srun=(\n"
         "  srun\n"
+        "  --export=ALL # this shell's environment reaches every task, whatever SBATCH_EXPORT "
+        "was\n"
         "  --kill-on-bad-exit=1 # one failed rank ends the step instead of leaving the others "
         "hanging\n"
         "  --wait=60 # seconds the others may run on after the first task exits\n"
@@ -106,6 +108,8 @@ TEST_CASE("launch render: torchrun runs one agent per node with a c10d rendezvou
   CHECK(section(s, "hpc_srun=(", ")") ==
         "hpc_srun=(\n"
         "  srun\n"
+        "  --export=ALL # this shell's environment reaches every task, whatever SBATCH_EXPORT "
+        "was\n"
         "  --kill-on-bad-exit=1 # one failed node ends the step instead of leaving the others "
         "hanging\n"
         "  --wait=60 # seconds the others may run on after the first task exits\n"

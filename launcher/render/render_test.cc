@@ -119,7 +119,7 @@ TEST_CASE("render: the site environment comes in order, before the job's own env
                                     "source \"${hpc_venv}/bin/activate\"",
                                     "  WANDB_API_KEY\n",
                                     "export SLURM_EXPORT_ENV=ALL",
-                                    "export NCCL_IB_TIMEOUT=50",
+                                    "export UCX_RC_TIMEOUT=4s",
                                     "# --- rendezvous",
                                     "  --export=ALL"};
   size_t at = 0;
