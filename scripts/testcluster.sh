@@ -197,13 +197,21 @@ MpiDefault=none
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 GresTypes=gpu
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
 EOF
   for ((i = 1; i <= nodes; i++)); do
     name=$(node_name "$i")
     echo "NodeName=$name NodeHostname=$name NodeAddr=127.0.0.1 Port=$((port_base + i))" \
       "CPUs=32 RealMemory=64000 Gres=gpu:tesla:4"
   done
-  echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+  # Preemption as sites configure it (slurm.conf(5), preempt.html): a job in "urgent" (higher
+  # PriorityTier) preempts jobs in "debug", which get TERM and GraceTime seconds to checkpoint
+  # before KILL, then requeue (PreemptMode=REQUEUE). Only tests/slurm/preempt_test.sh uses
+  # "urgent"; jobs in "debug" never preempt each other.
+  echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP" \
+    "PriorityTier=1 PreemptMode=REQUEUE GraceTime=60"
+  echo "PartitionName=urgent Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=10 PreemptMode=OFF"
 }
 
 gres_conf() {
