@@ -308,7 +308,8 @@ ctld_ok() { scontrol ping 2>/dev/null | grep -q 'is UP'; }
 scheduler_ok() { grep -q 'SchedulerParameters=' "$D/log/slurmctld.log" 2>/dev/null; }
 nodes_idle() {
   local states
-  states=$(sinfo -h -N -o '%N %T' 2>/dev/null) || return 1
+  # One line per node and partition (debug, urgent): each node counted once.
+  states=$(sinfo -h -N -o '%N %T' 2>/dev/null | sort -u) || return 1
   [[ $(grep -c ' idle$' <<<"$states") -eq $nodes ]]
 }
 sshd_ok() { (: <"/dev/tcp/127.0.0.1/$ssh_port") 2>/dev/null; }
