@@ -134,7 +134,8 @@ TEST_CASE("render: profile.cpu_bind and gpu_bind become srun options, absent one
 
 TEST_CASE("render: the guards at the top and at the rendezvous", "[render]") {
   std::string s = render(resolve("2n2g", "generic"));
-  const size_t guard = s.find("if [[ -z \"${SLURM_JOB_ID:-}\" || -z \"${SLURM_JOB_NODELIST:-}\" ]]");
+  const size_t guard =
+      s.find("if [[ -z \"${SLURM_JOB_ID:-}\" || -z \"${SLURM_JOB_NODELIST:-}\" ]]");
   REQUIRE(guard != std::string::npos);
   CHECK(guard < s.find("scontrol show hostnames"));
   CHECK(s.find("exit 2", guard) < s.find("scontrol show hostnames"));

@@ -23,7 +23,9 @@ case "$1" in
   show)
     case "$2" in
       hostnames) printf '%s\n' node01 node02 ;;
-      node) printf 'NodeName=%s Arch=x86_64 NodeAddr=%s NodeHostName=%s\n' "$4" "${STUB_NODE_ADDR:-127.0.0.1}" "$4" ;;
+      node)
+        printf 'NodeName=%s Arch=x86_64 NodeAddr=%s NodeHostName=%s\n' \
+          "$4" "${STUB_NODE_ADDR:-127.0.0.1}" "$4" ;;
       *) exit 1 ;;
     esac ;;
   requeue)
@@ -57,7 +59,8 @@ if [[ "${STUB_SRUN_USR1_PARENT:-}" == 1 ]]; then
   # STUB_SRUN_MARKER=0), stopped for a requeue (STUB_SRUN_STATUS, default 75).
   if [[ -e "${STUB_LOG}/srun.usr1" ]]; then
     if [[ "${STUB_SRUN_MARKER:-1}" == 1 ]]; then
-      printf 'restart=%s step=7 checkpoint=ck\n' "${SLURM_RESTART_COUNT:-0}" >"${HPCLAUNCH_REQUEUE_MARKER}.tmp"
+      printf 'restart=%s step=7 checkpoint=ck\n' "${SLURM_RESTART_COUNT:-0}" \
+        >"${HPCLAUNCH_REQUEUE_MARKER}.tmp"
       mv "${HPCLAUNCH_REQUEUE_MARKER}.tmp" "${HPCLAUNCH_REQUEUE_MARKER}"
     fi
     exit "${STUB_SRUN_STATUS:-75}"
