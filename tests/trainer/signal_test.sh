@@ -72,7 +72,7 @@ for restart in 0 2; do
   marker=$(cat "$WORK/marker") || fail "no requeue marker after SIGUSR2"
   [[ $marker =~ ^restart=$restart\ step=([0-9]+)\ checkpoint=(.*)$ ]] || fail "marker: '$marker'"
   [[ -f ${BASH_REMATCH[2]}/manifest.json ]] || fail "the marker's checkpoint ${BASH_REMATCH[2]} is not whole"
-  ls "$WORK"/marker?* >/dev/null 2>&1 && fail "a temporary marker file was left: $(ls "$WORK"/marker?*)"
+  if compgen -G "$WORK/marker?*" >/dev/null; then fail "a temporary marker file was left"; fi
 done
 echo "signal: SIGUSR2 stopped with 75 and wrote the marker ($marker)"
 
