@@ -216,6 +216,8 @@ KillWait=5
 MpiDefault=none
 JobAcctGatherType=jobacct_gather/none
 GresTypes=gpu
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
 EOF
   if ((accounting)); then
     cat <<EOF
@@ -234,7 +236,13 @@ EOF
     echo "NodeName=$name NodeHostname=$name NodeAddr=127.0.0.1 Port=$((port_base + i))" \
       "CPUs=32 RealMemory=64000 Gres=gpu:tesla:4"
   done
-  echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+  # Preemption as sites configure it (slurm.conf(5), preempt.html): a job in "urgent" (higher
+  # PriorityTier) preempts jobs in "debug", which get TERM and GraceTime seconds to checkpoint
+  # before KILL, then requeue (PreemptMode=REQUEUE). Only tests/slurm/preempt_test.sh uses
+  # "urgent"; jobs in "debug" never preempt each other.
+  echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP" \
+    "PriorityTier=1 PreemptMode=REQUEUE GraceTime=60"
+  echo "PartitionName=urgent Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=10 PreemptMode=OFF"
   if ((accounting)); then
     echo "PartitionName=short Nodes=ALL MaxTime=00:30:00 MaxNodes=1 State=UP"
   fi
@@ -393,7 +401,8 @@ ctld_ok() { scontrol ping 2>/dev/null | grep -q 'is UP'; }
 scheduler_ok() { grep -q 'SchedulerParameters=' "$D/log/slurmctld.log" 2>/dev/null; }
 nodes_idle() {
   local states
-  # A node in two partitions (--accounting) has two lines.
+  # One line per node and partition (debug, urgent, and short with --accounting): each node
+  # counted once.
   states=$(sinfo -h -N -o '%N %T' 2>/dev/null | sort -u) || return 1
   [[ $(grep -c ' idle$' <<<"$states") -eq $nodes ]]
 }

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "atomic_file.h"
 #include "checkpoint/checkpoint.h"
 #include "data/data.h"
 #include "device.h"
@@ -54,13 +55,16 @@ double seconds_since(Clock::time_point t0) {
 
 // ----------------------------------------------------------------------------- runtime set-up
 
-// SIGUSR1 (forwarded by the batch script before the time limit) or SIGTERM (Slurm's preemption,
-// scancel, the time limit; KillWait seconds before SIGKILL): finish the step, checkpoint, exit
-// kExitStoppedForRequeue; the requeued job resumes from that checkpoint. Holds the signal.
+// SIGUSR1 or SIGUSR2 (job.signal, forwarded by the batch script before the time limit) or SIGTERM
+// (Slurm's preemption, scancel; KillWait seconds before SIGKILL): finish the step, checkpoint,
+// write the requeue marker, exit kExitStoppedForRequeue; the requeued job resumes from that
+// checkpoint. Holds the signal.
 volatile std::sig_atomic_t g_stop_requested = 0;
 extern "C" void request_stop(int sig) { g_stop_requested = sig; }
 
-const char* stop_signal_name(int sig) { return sig == SIGTERM ? "SIGTERM" : "SIGUSR1"; }
+const char* stop_signal_name(int sig) {
+  return sig == SIGTERM ? "SIGTERM" : sig == SIGUSR2 ? "SIGUSR2" : "SIGUSR1";
+}
 
 // A requeued Slurm job (SLURM_RESTART_COUNT >= 1) resumes by itself unless --resume says otherwise.
 std::string resume_mode(const std::string& flag) {
@@ -402,9 +406,9 @@ at::Tensor forward_backward(GptImpl& model, dist::Strategy& strategy, DataIterat
 
 // Collective: every rank writes its pieces of the state after step `step` (it resumes at step +
 // 1); rank 0 prints where and how much.
-void write_checkpoint(const TrainOptions& o, int64_t step, const GptConfig& config, int64_t B,
-                      int64_t T, const std::vector<ParamShape>& layout, dist::Strategy& strategy,
-                      const DataIterator& train_data) {
+fs::path write_checkpoint(const TrainOptions& o, int64_t step, const GptConfig& config, int64_t B,
+                          int64_t T, const std::vector<ParamShape>& layout,
+                          dist::Strategy& strategy, const DataIterator& train_data) {
   Manifest info;
   info.next_step = step + 1;
   info.optimizer_steps = strategy.optimizer_steps();
@@ -427,10 +431,23 @@ void write_checkpoint(const TrainOptions& o, int64_t step, const GptConfig& conf
                   "beside the writes, waited for {:.2f} s)",
                   step, saved.dir.string(), double(saved.bytes) / 1e6, ranks.world(),
                   seconds_since(c0), saved.hash_seconds, saved.hash_wait_seconds));
+  return saved.dir;
 }
 
-// After SIGUSR1/SIGTERM, once the checkpoint is whole on every rank: the exit status.
-int stop_on_signal(int64_t step, bool last, dist::ProcessGroup& ranks) {
+// The batch script requeues the job when this file names its run (docs/trainer.md#signals):
+// "restart=N step=S checkpoint=DIR", N = SLURM_RESTART_COUNT. Written whole (temporary file and
+// rename) after the checkpoint's manifest is renamed into place, by rank 0 alone.
+void write_requeue_marker(int64_t step, const fs::path& checkpoint) {
+  const char* marker = std::getenv("HPCLAUNCH_REQUEUE_MARKER");
+  if (!marker || !*marker) return;
+  const char* restarts = std::getenv("SLURM_RESTART_COUNT");
+  const std::string restart = restarts && *restarts ? restarts : "0";
+  hpc::write_file_atomically(marker, fmt::format("restart={} step={} checkpoint={}\n", restart,
+                                                 step, checkpoint.string()));
+}
+
+// After SIGUSR1/SIGUSR2/SIGTERM, once the checkpoint is whole on every rank: the exit status.
+int stop_on_signal(int64_t step, bool last, const fs::path& checkpoint, dist::ProcessGroup& ranks) {
   ranks.barrier();  // no rank leaves before the checkpoint is whole
   // A rank that saw no signal itself names the usual one: the batch script forwards USR1.
   const char* sig = stop_signal_name(g_stop_requested);
@@ -439,6 +456,8 @@ int stop_on_signal(int64_t step, bool last, dist::ProcessGroup& ranks) {
            fmt::format("step {:5d} | {}: the last step is done; stopping", step, sig));
     return 0;
   }
+  if (ranks.rank() == 0) write_requeue_marker(step, checkpoint);
+  ranks.barrier();  // the marker is written before any rank exits
   print0(ranks.rank(), fmt::format("step {:5d} | {}: stopping (exit {}); resume with --resume "
                                    "auto (automatic in a requeued Slurm job)",
                                    step, sig, kExitStoppedForRequeue));
@@ -450,7 +469,8 @@ int stop_on_signal(int64_t step, bool last, dist::ProcessGroup& ranks) {
 // ------------------------------------------------------------------------------------- train
 
 int run_train(const TrainOptions& o) {
-  std::signal(SIGUSR1, request_stop);  // early: USR1's and TERM's default actions end the process
+  std::signal(SIGUSR1, request_stop);  // early: the default actions end the process
+  std::signal(SIGUSR2, request_stop);
   std::signal(SIGTERM, request_stop);
   // --- who we are, what we train, on what ---
   check_strategy_flags(o);
@@ -555,10 +575,11 @@ int run_train(const TrainOptions& o) {
     // --- checkpoint: after the update, so it resumes at step + 1 ---
     const bool periodic = o.checkpoint_every > 0 && (step + 1) % o.checkpoint_every == 0;
     const bool stop = ranks.any_rank(g_stop_requested != 0);  // all ranks agree
+    fs::path saved;
     if (periodic || (last && o.checkpoint_at_end) || stop) {  // every rank writes its pieces
-      write_checkpoint(o, step, config, B, T, layout, *strategy, *data.train);
+      saved = write_checkpoint(o, step, config, B, T, layout, *strategy, *data.train);
     }
-    if (stop) return stop_on_signal(step, last, ranks);
+    if (stop) return stop_on_signal(step, last, saved, ranks);
   }
   ranks.barrier();
   return 0;

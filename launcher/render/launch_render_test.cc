@@ -96,8 +96,8 @@ TEST_CASE("launch render: srun runs the command in every task with the env:// va
   CHECK(contains(s, "export MASTER_ADDR\n"));
   CHECK(contains(s, "export MASTER_PORT=$((20000 + SLURM_JOB_ID % 12768))\n"));
   // The requeue contract is stated for a user's program.
-  CHECK(contains(s, "A program that wants to be requeued\n# catches USR1"));
-  CHECK(contains(s, "trap hpc_forward_usr1 USR1\n"));
+  CHECK(contains(s, "# A program that wants to be requeued handles USR1 and TERM"));
+  CHECK(contains(s, "trap 'hpc_forward_stop USR1' USR1\ntrap 'hpc_forward_stop TERM' TERM\n"));
 }
 
 TEST_CASE("launch render: torchrun runs one agent per node with a c10d rendezvous", "[launch]") {

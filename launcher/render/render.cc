@@ -156,6 +156,11 @@ const std::vector<std::string>& known_template_names() {
                                                  "requeue",
                                                  "interactive",
                                                  "signal_seconds",
+                                                 "signal",
+                                                 "has_cpu_bind",
+                                                 "cpu_bind",
+                                                 "has_gpu_bind",
+                                                 "gpu_bind",
                                                  "max_requeues",
                                                  "srun_wait",
                                                  "ntasks_per_node",
@@ -308,6 +313,12 @@ data template_data(const Spec& spec, const RenderContext& ctx) {
   d.set("requeue", flag(spec.job.signal_seconds > 0 && !ctx.interactive));
   d.set("interactive", flag(ctx.interactive));
   d.set("signal_seconds", std::to_string(spec.job.signal_seconds));
+  d.set("signal", spec.job.signal);  // one of known_warning_signals()
+  // Checked against srun's grammar (spec/binding.h): letters, digits, ':', ',', '*', '_'.
+  d.set("has_cpu_bind", flag(!p.cpu_bind.empty()));
+  d.set("cpu_bind", p.cpu_bind);
+  d.set("has_gpu_bind", flag(!p.gpu_bind.empty()));
+  d.set("gpu_bind", p.gpu_bind);
   d.set("max_requeues", std::to_string(spec.job.max_requeues));
   d.set("srun_wait", std::to_string(spec.job.srun_wait));
   d.set("ntasks_per_node", std::to_string(spec.shape.gpus_per_node));
@@ -372,7 +383,7 @@ std::vector<std::string> sbatch_directives(const Spec& spec) {
   out.push_back("--open-mode=append");
   if (!j.chdir.empty()) out.push_back(directive("chdir", j.chdir));
   if (j.signal_seconds > 0) {
-    out.push_back("--signal=B:USR1@" + std::to_string(j.signal_seconds));
+    out.push_back("--signal=B:" + j.signal + "@" + std::to_string(j.signal_seconds));
     out.push_back("--requeue");
   }
   for (const auto& extra : p.sbatch_extra) {

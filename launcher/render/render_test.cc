@@ -57,7 +57,7 @@ TEST_CASE("render: the script's parts come in the documented order", "[render]")
                                     "hpc_ib_suffix=i",
                                     "getent ahostsv4",
                                     "export MASTER_PORT=$((20000 + SLURM_JOB_ID % 12768))",
-                                    "trap hpc_forward_usr1 USR1",
+                                    "trap 'hpc_forward_stop USR1' USR1",
                                     "--kill-on-bad-exit=1",
                                     "--strategy fsdp",
                                     "scontrol requeue"};
@@ -83,7 +83,8 @@ TEST_CASE("render: NCCL_P2P_DISABLE=auto reads nvidia-smi topo at job start", "[
 TEST_CASE("render: no requeue handling when signal_seconds is 0", "[render]") {
   std::string s = render(resolve("1n1g", "generic", {"job.signal_seconds=0"}));
   CHECK_FALSE(contains(s, "--signal"));
-  CHECK_FALSE(contains(s, "trap hpc_forward_usr1"));
+  CHECK_FALSE(contains(s, "hpc_forward_stop"));
+  CHECK_FALSE(contains(s, "HPCLAUNCH_REQUEUE_MARKER"));
   CHECK_FALSE(contains(s, "scontrol requeue"));
 }
 
@@ -171,4 +172,44 @@ TEST_CASE("render: arrays, dependencies, mail and --exclusive become #SBATCH lin
     CHECK(line.rfind("--mail", 0) != 0);
     CHECK(line != "--exclusive");
   }
+}
+
+TEST_CASE("render: job.signal names the warning signal, the trap and TERM's forward", "[render]") {
+  std::string usr1 = render(resolve("2n2g", "generic"));
+  CHECK(contains(usr1, "#SBATCH --signal=B:USR1@90\n"));
+  CHECK(contains(usr1, "trap 'hpc_forward_stop USR1' USR1\ntrap 'hpc_forward_stop TERM' TERM\n"));
+  CHECK(contains(usr1, "kill -USR1 \"${hpc_srun_pid}\""));
+  std::string usr2 = render(resolve("2n2g", "generic", {"job.signal=USR2"}));
+  CHECK(contains(usr2, "#SBATCH --signal=B:USR2@90\n"));
+  CHECK(contains(usr2, "trap 'hpc_forward_stop USR2' USR2\ntrap 'hpc_forward_stop TERM' TERM\n"));
+  CHECK(contains(usr2, "kill -USR2 \"${hpc_srun_pid}\""));
+  CHECK_FALSE(contains(usr2, "USR1"));
+  // The requeue is the marker's: no rule on srun's status 75 alone.
+  CHECK(contains(usr2, "export HPCLAUNCH_REQUEUE_MARKER="));
+  CHECK(contains(usr2, "\"${hpc_marker}\" == \"restart=${hpc_restarts}\""));
+  CHECK_FALSE(contains(usr2, "if ((hpc_status == 75))"));
+}
+
+TEST_CASE("render: profile.cpu_bind and gpu_bind become srun options, absent ones nothing",
+          "[render]") {
+  std::string none = render(resolve("2n2g", "generic"));
+  CHECK_FALSE(contains(none, "--cpu-bind"));
+  CHECK_FALSE(contains(none, "--gpu-bind"));
+  CHECK(contains(none, "export SRUN_CPUS_PER_TASK=\"${SLURM_CPUS_PER_TASK:-1}\"\n"));
+  std::string bound = render(
+      resolve("2n2g", "generic", {"profile.cpu_bind=map_cpu:0,8", "profile.gpu_bind=closest"}));
+  CHECK(contains(bound, "  --cpus-per-task=8\n  \"--cpu-bind=map_cpu:0,8\" # profile.cpu_bind"));
+  CHECK(contains(bound, "\n  \"--gpu-bind=closest\" # profile.gpu_bind"));
+}
+
+TEST_CASE("render: the guards at the top and at the rendezvous", "[render]") {
+  std::string s = render(resolve("2n2g", "generic"));
+  const size_t guard =
+      s.find("if [[ -z \"${SLURM_JOB_ID:-}\" || -z \"${SLURM_JOB_NODELIST:-}\" ]]");
+  REQUIRE(guard != std::string::npos);
+  CHECK(guard < s.find("scontrol show hostnames"));
+  CHECK(s.find("exit 2", guard) < s.find("scontrol show hostnames"));
+  // One node: the loopback, on purpose; several: a loopback address is refused.
+  CHECK(contains(s, "  MASTER_ADDR=127.0.0.1\n"));
+  CHECK(contains(s, "if [[ \"${hpc_master_ip}\" == 127.* && \"${hpc_node_addr}\" != 127.* ]]"));
 }

@@ -47,6 +47,8 @@ Fields profile_fields() {
           {"ib_suffix", kString},
           {"resolve_master_addr", kBoolean},
           {"port_range", object({{"min", kInteger}, {"max", kInteger}})},
+          {"cpu_bind", kString},
+          {"gpu_bind", kString},
           {"max_gpus_per_node", kInteger},
           {"max_nodes", kInteger},
           // The site's limits and defaults (docs/clusters.md, spec/site_limits.h).
@@ -217,6 +219,7 @@ const SchemaNode& spec_schema() {
                       {"output", kString},
                       {"error", kString},
                       {"chdir", kString},
+                      {"signal", kString},
                       {"signal_seconds", kInteger},
                       {"max_requeues", kInteger},
                       {"srun_wait", kInteger},

@@ -11,6 +11,7 @@
 #include "json_file.h"
 #include "render/shell.h"
 #include "sha256.h"
+#include "spec/binding.h"
 #include "spec/launch.h"
 #include "spec/sbatch_long_options.h"
 #include "spec/schema.h"
@@ -320,6 +321,10 @@ void read_profile(const SpecReader& r, const json& doc, ClusterProfile& p) {
         "min " + std::to_string(p.port_min) + " is above max " + std::to_string(p.port_max),
         "swap them");
   }
+  p.cpu_bind = r.string("profile.cpu_bind");
+  check_cpu_bind(p.cpu_bind, r.where("profile.cpu_bind"));
+  p.gpu_bind = r.string("profile.gpu_bind");
+  check_gpu_bind(p.gpu_bind, r.where("profile.gpu_bind"));
   p.max_gpus_per_node = r.integer("profile.max_gpus_per_node", 0, 64, "use 0 for no limit");
   p.max_nodes = r.integer("profile.max_nodes", 0, 100000, "use 0 for no limit");
   p.limits = read_site_limits(r);
@@ -417,7 +422,11 @@ void read_job(const SpecReader& r, Spec& spec) {
   j.chdir = r.directive_string("job.chdir");
   j.signal_seconds =
       r.integer("job.signal_seconds", 0, 65535,
-                "use the seconds before the time limit to send USR1, e.g. 90 (0: no signal)");
+                "use the seconds before the time limit to send job.signal (USR1), e.g. 90 "
+                "(0: no signal)");
+  // Absent: USR1 (so that specs written before the key existed keep their hash).
+  if (r.find("job.signal")) j.signal = r.string("job.signal");
+  check_warning_signal(j.signal, r.where("job.signal"));
   j.max_requeues =
       r.integer("job.max_requeues", 0, 1000, "set how often the job may requeue itself, e.g. 3");
   j.srun_wait = r.integer("job.srun_wait", 0, 86400,

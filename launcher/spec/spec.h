@@ -67,6 +67,8 @@ struct ClusterProfile {
   std::string ib_suffix;  // appended to the first host for MASTER_ADDR
   bool resolve_master_addr = true;
   int port_min = 0, port_max = 0;
+  std::string cpu_bind;       // srun --cpu-bind ("cores", "sockets", "map_cpu:0,8", ...); "": none
+  std::string gpu_bind;       // srun --gpu-bind ("closest", "single:1", ...); "": none
   int max_gpus_per_node = 0;  // 0: no limit known
   int max_nodes = 0;          // 0: no limit known
   std::vector<EnvVar> nccl;   // NCCL_*; NCCL_P2P_DISABLE may be "auto"
@@ -76,7 +78,8 @@ struct ClusterProfile {
 
 struct JobOptions {
   std::string name, output, error, chdir;
-  int signal_seconds = 0;  // USR1 this long before the time limit; 0: no requeue handling
+  int signal_seconds = 0;  // the warning signal this long before the limit; 0: no requeue handling
+  std::string signal = "USR1";  // the warning signal: USR1 or USR2 (job.signal)
   int max_requeues = 0;
   int srun_wait = 0;
   // Variables passed by name from the submitting shell (sbatch --export=...,NAME): the values

@@ -335,6 +335,31 @@ TEST_CASE("hostile values: every hostile ib_suffix is refused", "[hostile]") {
   }
 }
 
+TEST_CASE("hostile values: every hostile job.signal, cpu_bind and gpu_bind is refused",
+          "[hostile]") {
+  const auto labels = hostile_values("");
+  for (const std::string key : {"job.signal", "profile.cpu_bind", "profile.gpu_bind"}) {
+    for (size_t i = 0; i < labels.size(); ++i) {
+      DYNAMIC_SECTION(key << ": " << labels[i].label) {
+        Sandbox sb;
+        std::string v = hostile_values(sb.root().string())[i].value;
+        const auto dot = key.find('.');
+        sb.write("work/hpclaunch.json",
+                 json{{key.substr(0, dot), {{key.substr(dot + 1), v}}}}.dump());
+        auto before = sb.snapshot();
+        Run r = sb.hpclaunch({"render", "--preset", "2n2g", "-o", "job.sbatch"});
+        INFO(r.describe());
+        CHECK(r.status == 2);
+        CHECK(r.out.empty());
+        CHECK_THAT(r.err, StartsWith("hpclaunch: error: hpclaunch.json: " + key + ": "));
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+        CHECK(sb.snapshot() == before);
+        CHECK(canaries(sb).empty());
+      }
+    }
+  }
+}
+
 TEST_CASE("hostile values: shellcheck finds nothing (values without $, ` or \\)", "[hostile]") {
   std::vector<std::pair<std::string, std::string>> values;
   for (const auto& h : hostile_values("/tmp"))

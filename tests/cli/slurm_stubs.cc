@@ -21,8 +21,13 @@ void install_slurm_stubs(const Sandbox& sb) {
   write_executable(bin / "scontrol", R"(#!/bin/bash
 case "$1" in
   show)
-    [[ "$2" == hostnames ]] || exit 1
-    printf '%s\n' node01 node02 ;;
+    case "$2" in
+      hostnames) printf '%s\n' node01 node02 ;;
+      node)
+        printf 'NodeName=%s Arch=x86_64 NodeAddr=%s NodeHostName=%s\n' \
+          "$4" "${STUB_NODE_ADDR:-127.0.0.1}" "$4" ;;
+      *) exit 1 ;;
+    esac ;;
   requeue)
     printf '%s\n' "$*" >>"${STUB_LOG}/requeue" ;;
   *) exit 1 ;;
@@ -30,7 +35,7 @@ esac
 )");
   write_executable(bin / "getent", R"(#!/bin/bash
 printf '%s\n' "$2" >>"${STUB_LOG}/getent"
-printf '127.0.0.1       STREAM %s\n' "$2"
+printf '%s       STREAM %s\n' "${STUB_HOST_ADDR:-127.0.0.1}" "$2"
 )");
   write_executable(bin / "module", R"(#!/bin/bash
 i=0
@@ -38,7 +43,8 @@ while [[ -e "${STUB_LOG}/module.$i" ]]; do i=$((i + 1)); done
 printf '%s\0' "$@" >"${STUB_LOG}/module.$i"
 )");
   write_executable(bin / "srun", R"(#!/bin/bash
-trap 'echo forwarded >>"${STUB_LOG}/srun.usr1"' USR1
+sig="${STUB_SIGNAL:-USR1}"
+trap 'echo forwarded >>"${STUB_LOG}/srun.usr1"' "$sig"
 printf '%s\0' "$@" >"${STUB_LOG}/srun.argv"
 /usr/bin/env -0 >"${STUB_LOG}/srun.env"
 if [[ "${STUB_SRUN_USR1_PARENT:-}" == 1 ]]; then
@@ -46,11 +52,19 @@ if [[ "${STUB_SRUN_USR1_PARENT:-}" == 1 ]]; then
   # hpc_srun_pid, and a USR1 before that is not forwarded.
   for _ in $(seq 100); do
     [[ -e "${STUB_LOG}/srun.usr1" ]] && break
-    kill -USR1 "$PPID"
+    kill -"${STUB_PARENT_SIGNAL:-$sig}" "$PPID"
     sleep 0.1
   done
-  # As hpctrain's ranks do after USR1: checkpoint written, stopped for a requeue.
-  [[ -e "${STUB_LOG}/srun.usr1" ]] && exit 75
+  # As hpctrain's ranks do after USR1: checkpoint written, the requeue marker (unless
+  # STUB_SRUN_MARKER=0), stopped for a requeue (STUB_SRUN_STATUS, default 75).
+  if [[ -e "${STUB_LOG}/srun.usr1" ]]; then
+    if [[ "${STUB_SRUN_MARKER:-1}" == 1 ]]; then
+      printf 'restart=%s step=7 checkpoint=ck\n' "${SLURM_RESTART_COUNT:-0}" \
+        >"${HPCLAUNCH_REQUEUE_MARKER}.tmp"
+      mv "${HPCLAUNCH_REQUEUE_MARKER}.tmp" "${HPCLAUNCH_REQUEUE_MARKER}"
+    fi
+    exit "${STUB_SRUN_STATUS:-75}"
+  fi
 fi
 exit 0
 )");

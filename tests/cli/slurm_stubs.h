@@ -13,12 +13,17 @@ namespace cli_test {
 
 // Writes root/bin/{scontrol,getent,module,srun} and makes root/log, where they record:
 //   scontrol show hostnames -> prints node01, node02; scontrol requeue ID -> log/requeue
-//   getent ahostsv4 HOST    -> prints "127.0.0.1       STREAM HOST"; HOST -> log/getent
+//   scontrol show node -o N -> "NodeName=N ... NodeAddr=$STUB_NODE_ADDR" (default 127.0.0.1)
+//   getent ahostsv4 HOST    -> prints "ADDR       STREAM HOST" (ADDR: $STUB_HOST_ADDR, default
+//                              127.0.0.1); HOST -> log/getent
 //   module ARGS             -> log/module.N (N = 0, 1, ...: one file per call), NUL-separated
 //   srun ARGS               -> log/srun.argv (NUL-separated) and log/srun.env (env -0); runs
 //                              nothing. With STUB_SRUN_USR1_PARENT=1 it first sends USR1 to
 //                              the script (as Slurm's --signal=B:USR1 would) and records a
-//                              forwarded USR1 in log/srun.usr1.
+//                              forwarded USR1 in log/srun.usr1; then, as hpctrain does, writes
+//                              the requeue marker (not with STUB_SRUN_MARKER=0) and exits with
+//                              STUB_SRUN_STATUS (75). STUB_SIGNAL: the signal it waits for
+//                              (USR1); STUB_PARENT_SIGNAL: the one it sends the script (the same).
 void install_slurm_stubs(const Sandbox& sb);
 
 // The environment of a batch script in a job of 2 nodes (SLURM_JOB_ID 4242).

@@ -21,8 +21,8 @@ namespace {
 //   ok       exit 0                    short   sleep 2 s, exit 0
 //   fail     rank 1 exits 3, the others sleep 30 s (kill-on-bad-exit must end them)
 //   sleep    sleep 60 s                usr1    print each USR1, run 30 s
-//   requeue  first run: "checkpoint" on USR1 and exit 75 (hpctrain's stopped-for-a-requeue);
-//            after a requeue: exit 0 at once
+//   requeue  first run: "checkpoint" on USR1, rank 0 writes the requeue marker, exit 75
+//            (hpctrain's stopped-for-a-requeue); after a requeue: exit 0 at once
 constexpr const char* kProbe = R"(#!/bin/bash
 mode=ok
 while (($#)); do
@@ -55,6 +55,10 @@ case $mode in
     trap 'trap "" TERM; echo "probe rank=$SLURM_PROCID checkpoint"
           mkdir -p "$stop_dir"; touch "$stop_dir/$SLURM_PROCID"
           while (($(find "$stop_dir" -type f | wc -l) < SLURM_NTASKS)); do sleep 0.05; done
+          if [[ $SLURM_PROCID == 0 ]]; then
+            echo "restart=${SLURM_RESTART_COUNT:-0}" >"$HPCLAUNCH_REQUEUE_MARKER.tmp"
+            mv "$HPCLAUNCH_REQUEUE_MARKER.tmp" "$HPCLAUNCH_REQUEUE_MARKER"
+          fi
           exit 75' USR1
     for _ in $(seq 150); do sleep 0.2; done
     echo "probe rank=$SLURM_PROCID survived" ;;

@@ -10,6 +10,16 @@
 #              exits 0; `hpclaunch status` shows "requeues 1 of at most 3"
 #   requeue_fsdp  the same under --strategy fsdp (300 steps): each rank writes its shard of the
 #              checkpoint, the requeued ranks load theirs
+#   preempt    the same, stopped by real preemption: a job in the test cluster's "urgent"
+#              partition (PriorityTier 10) preempts it (debug: PreemptMode=REQUEUE, GraceTime=60),
+#              Slurm sends TERM to its tasks (not to the batch shell, not to srun), hpctrain
+#              checkpoints and writes the requeue marker, the script requeues the job
+#   term       the same after `scancel --signal=TERM JOBID` (TERM to the steps' tasks)
+#   usr2       the same with job.signal=USR2 (#SBATCH --signal=B:USR2@90), USR2 to the batch shell
+#   marker     launch srun, a bash program: after USR1 rank 0 writes the marker and every task
+#              exits 3 (not 75): the job requeues, the restarted run exits 0, COMPLETED, Restarts=1
+#   no_marker  launch srun: every task exits 75 after USR1 but none writes the marker: no
+#              requeue, FAILED 75:0, the script says why
 #   bound      job.max_requeues=0: after USR1 the trainer stops with 75, the script does not
 #              requeue and says why, the job is FAILED with 75 and hpclaunch says the requeue
 #              did not happen
@@ -93,11 +103,16 @@ losses() {
 }
 
 case "$case_name" in
-  requeue | requeue_fsdp)
+  requeue | requeue_fsdp | preempt | term | usr2)
     steps=600  # ~10 s: time to see the first steps and signal the job before it ends
     if [[ $case_name == requeue_fsdp ]]; then
       strategy=fsdp steps=300  # fsdp's many small collectives make a tiny model's step ~3x longer
     fi
+    stopped_by=SIGUSR1
+    case $case_name in
+      preempt | term) stopped_by=SIGTERM ;;
+      usr2) stopped_by=SIGUSR2 launcher_args=(--set job.signal=USR2) ;;
+    esac
     # (a) uninterrupted
     run_job full $steps 2>"$work/full.err" >"$work/full.out" || fail "uninterrupted run exited with $?"
     full_id=$(submitted_id "$work/full.err")
@@ -112,12 +127,20 @@ case "$case_name" in
     m=$(metrics_of "$job")
     for _ in $(seq 600); do (($(step_count "$m") >= 5)) && break; sleep 0.1; done
     (($(step_count "$m") >= 5)) || fail "the job did not reach step 5"
-    scancel --signal=USR1 --batch "$job"
+    case $case_name in
+      preempt)  # a job of the higher tier wants both nodes: Slurm preempts this one
+        sbatch --parsable --partition=urgent --exclusive --nodes=2 --job-name "$name" \
+          --output=/dev/null --wrap true >"$work/urgent.id" || fail "urgent job not submitted"
+        ;;
+      term) scancel --signal=TERM "$job" ;;
+      usr2) scancel --signal=USR2 --batch "$job" ;;
+      *) scancel --signal=USR1 --batch "$job" ;;
+    esac
     signalled_at=$(step_count "$m")
     # The script requeues the job; it waits for BeginTime (cred_expire, 120 s by default). Let it
     # start sooner, but not in the second slurmd revoked its credential (it refuses one made then
     # or earlier): PENDING, no longer COMPLETING, says the nodes did; then the next second.
-    [[ $(wait_state "$job" 60 PENDING) == PENDING ]] || fail "job $job not PENDING after USR1 ($(job_field "$job" JobState))"
+    [[ $(wait_state "$job" 60 PENDING) == PENDING ]] || fail "job $job not PENDING after $stopped_by ($(job_field "$job" JobState))"
     pending_at=$(date +%s)
     [[ $(job_field "$job" Restarts) == 1 ]] || fail "Restarts=$(job_field "$job" Restarts), not 1"
     while (($(date +%s) <= pending_at)); do sleep 0.05; done
@@ -131,7 +154,12 @@ case "$case_name" in
     grep -q "job $job REQUEUED (restart 1 of at most 3).*; following the same job $job" "$work/split.err" ||
       fail "follow did not say it follows the requeued job"
     grep -q "job $job COMPLETED with exit code 0" "$work/split.err" || fail "no COMPLETED line"
-    grep -q "SIGUSR1: stopping (exit 75)" "$work/split.out" || fail "the trainer did not stop for a requeue"
+    grep -q "$stopped_by: stopping (exit 75)" "$work/split.out" || fail "the trainer did not stop for a requeue after $stopped_by"
+    grep -q "requeue marker: restart=0 step=" "$work/split.err" "$work/split.out" || fail "the script did not read the marker"
+    if [[ $case_name == preempt ]]; then
+      urgent=$(cat "$work/urgent.id")
+      [[ $(wait_state "$urgent" 60 COMPLETED) == COMPLETED ]] || fail "the preempting job $urgent did not run"
+    fi
     grep -q "requeueing job $job (restart 1 of at most 3)" "$work/split.err" "$work/split.out" ||
       fail "the script did not say it requeues"
     grep -q "resumed from " "$work/split.out" || fail "the requeued run did not resume from a checkpoint"
@@ -143,7 +171,7 @@ case "$case_name" in
     status=$("$hpclaunch" status "$job" 2>&1) || fail "hpclaunch status exited $?: $status"
     grep -q "^requeues 1 of at most 3 (job.max_requeues)" <<<"$status" || fail "status: $status"
     grep -q "world 2 ($strategy)" "$work/split.out" || fail "the job did not run $strategy"
-    echo "$case_name: $strategy, USR1 after step $signalled_at, Restarts=1, final loss $(tail -n 1 "$work/split.losses" | cut -d' ' -f2) = $(tail -n 1 "$work/full.losses" | cut -d' ' -f2), all $steps losses equal to 1e-6"
+    echo "$case_name: $strategy, $stopped_by after step $signalled_at, Restarts=1, final loss $(tail -n 1 "$work/split.losses" | cut -d' ' -f2) = $(tail -n 1 "$work/full.losses" | cut -d' ' -f2), all $steps losses equal to 1e-6"
     ;;
   bound)
     launcher_args=(--set job.max_requeues=0)
@@ -199,5 +227,55 @@ case "$case_name" in
     grep -qF "$named" "$work/dead.err" || fail "hpclaunch did not name rank $victim_rank"
     echo "$case_name: rank $victim_rank killed; job FAILED $seconds s later (hpclaunch exit $rc): $named"
     ;;
-  *) echo "usage: $0 requeue|requeue_fsdp|bound|dead_rank|dead_rank0 HPCLAUNCH HPCTRAIN" >&2; exit 2 ;;
+  marker | no_marker)
+    # A user's program under launch srun (docs/programs.md#requeue), in bash.
+    cat >"$work/program.sh" <<'PROGRAM'
+if ((${SLURM_RESTART_COUNT:-0} >= 1)); then echo "rank $SLURM_PROCID resumed"; exit 0; fi
+stop=0
+trap 'stop=1' USR1 TERM
+while ((!stop)); do sleep 0.1; done
+if [[ $MODE == marker && $SLURM_PROCID == 0 ]]; then
+  echo "restart=${SLURM_RESTART_COUNT:-0}" >"$HPCLAUNCH_REQUEUE_MARKER.tmp"
+  mv "$HPCLAUNCH_REQUEUE_MARKER.tmp" "$HPCLAUNCH_REQUEUE_MARKER"
+fi
+sleep 1  # every rank past the marker before the first exit ends the step
+if [[ $MODE == marker ]]; then exit 3; fi
+exit 75
+PROGRAM
+    MODE=$case_name "$hpclaunch" run --no-project --preset 2n2g --launch srun \
+      --set shape.gpus_per_node=1 --set shape.cpus_per_gpu=1 --set "job.name=$name" \
+      -- bash "$work/program.sh" 2>"$work/$case_name.err" >"$work/$case_name.out" &
+    follower=$!
+    job=$(wait_submitted "$work/$case_name.err") || fail "no job submitted"
+    [[ $(wait_state "$job" 60 RUNNING) == RUNNING ]] || fail "job $job not RUNNING"
+    sleep 2
+    scancel --signal=USR1 --batch "$job"
+    if [[ $case_name == marker ]]; then
+      [[ $(wait_state "$job" 60 PENDING) == PENDING ]] || fail "job $job not PENDING after USR1"
+      pending_at=$(date +%s)
+      while (($(date +%s) <= pending_at)); do sleep 0.05; done
+      for _ in $(seq 20); do scontrol update "JobId=$job" StartTime=now 2>/dev/null && break; sleep 0.25; done
+    fi
+    rc=0
+    wait "$follower" || rc=$?
+    follower=
+    log="$work/$case_name.out"
+    if [[ $case_name == marker ]]; then
+      [[ $rc -eq 0 ]] || fail "hpclaunch run exited $rc"
+      [[ $(job_field "$job" JobState) == COMPLETED ]] || fail "job $job $(job_field "$job" JobState), not COMPLETED"
+      [[ $(job_field "$job" Restarts) == 1 ]] || fail "Restarts=$(job_field "$job" Restarts), not 1"
+      grep -q "requeue marker: restart=0 (tasks ended with status 3)" "$log" || fail "the script did not requeue on the marker"
+      grep -q "rank 0 resumed" "$log" || fail "the requeued program did not run"
+      echo "marker: tasks exited 3 after USR1, rank 0 wrote the marker: requeued (Restarts=1), COMPLETED"
+    else
+      [[ $rc -eq 75 ]] || fail "hpclaunch run exited $rc, not 75"
+      [[ $(job_field "$job" JobState) == FAILED ]] || fail "job $job $(job_field "$job" JobState), not FAILED"
+      [[ $(job_field "$job" ExitCode) == 75:0 ]] || fail "ExitCode=$(job_field "$job" ExitCode), not 75:0"
+      [[ $(job_field "$job" Restarts) == 0 ]] || fail "the job was requeued"
+      grep -q "USR1: the tasks ended with status 75 and wrote no requeue marker for restart 0" "$log" ||
+        fail "the script did not say why it does not requeue"
+      echo "no_marker: tasks exited 75 without a marker: no requeue, FAILED 75:0, the script says why"
+    fi
+    ;;
+  *) echo "usage: $0 requeue|requeue_fsdp|preempt|term|usr2|marker|no_marker|bound|dead_rank|dead_rank0 HPCLAUNCH HPCTRAIN" >&2; exit 2 ;;
 esac

@@ -54,6 +54,28 @@ SLURM_RESTART_COUNT=1 "$HPCTRAIN" train "${common[@]}" --checkpoint-dir "$WORK/t
 grep -q "resumed from " "$WORK/t2.log" || fail "no resume after SIGTERM: $(head -n 3 "$WORK/t2.log")"
 echo "signal: SIGTERM stopped with 75 and the rerun resumed"
 
+# SIGUSR2 (job.signal=USR2): the same stop; rank 0 writes the requeue marker the batch script
+# reads, whole, after the checkpoint: "restart=N step=S checkpoint=DIR" (N: SLURM_RESTART_COUNT).
+for restart in 0 2; do
+  rm -f "$WORK/marker"
+  restart_env=(-u SLURM_RESTART_COUNT)  # unset: restart=0; 2: a run after two requeues
+  ((restart == 0)) || restart_env=("SLURM_RESTART_COUNT=$restart")
+  env "${restart_env[@]}" HPCLAUNCH_REQUEUE_MARKER="$WORK/marker" "$HPCTRAIN" train "${common[@]}" \
+    --checkpoint-dir "$WORK/usr2-$restart" >"$WORK/u.log" 2>&1 &
+  pid=$!
+  wait_for_step "$WORK/u.log" 3 $pid || fail "run did not reach step 3: $(cat "$WORK/u.log")"
+  kill -USR2 $pid
+  rc=0
+  wait $pid || rc=$?
+  [[ $rc -eq 75 ]] || fail "exit status $rc after SIGUSR2, not 75: $(tail -n 3 "$WORK/u.log")"
+  grep -q "SIGUSR2: stopping (exit 75)" "$WORK/u.log" || fail "no SIGUSR2 stop line: $(tail -n 3 "$WORK/u.log")"
+  marker=$(cat "$WORK/marker") || fail "no requeue marker after SIGUSR2"
+  [[ $marker =~ ^restart=$restart\ step=([0-9]+)\ checkpoint=(.*)$ ]] || fail "marker: '$marker'"
+  [[ -f ${BASH_REMATCH[2]}/manifest.json ]] || fail "the marker's checkpoint ${BASH_REMATCH[2]} is not whole"
+  if compgen -G "$WORK/marker?*" >/dev/null; then fail "a temporary marker file was left"; fi
+done
+echo "signal: SIGUSR2 stopped with 75 and wrote the marker ($marker)"
+
 
 # DDP: only rank 1 gets the signal; both stop after the same step.
 next_port
