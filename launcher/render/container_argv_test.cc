@@ -90,7 +90,7 @@ TEST_CASE("container script: the runtime wraps the program, srun stays outside",
   CHECK(contains(s, "hpc_container+=(\n  /sw/pt.sif\n)\n"));
   CHECK(contains(s, "\"${hpc_srun[@]}\" \"${hpc_container[@]}\" \"${hpc_train[@]}\" &\n"));
   // The trap, scontrol and the requeue stay in the batch shell, before and after srun.
-  CHECK(s.find("trap hpc_forward_usr1 USR1") < s.find("hpc_container=("));
+  CHECK(s.find("trap 'hpc_forward_stop TERM' TERM") < s.find("hpc_container=("));
   CHECK(s.find("scontrol requeue") > s.find("\"${hpc_container[@]}\""));
 
   s = render(resolve({"container.runtime=charliecloud", "container.image=/img"}));

@@ -178,10 +178,11 @@ TEST_CASE("job script: profile.cpu_bind and gpu_bind reach srun, SRUN_CPUS_PER_T
   Run job = run_job_script(sb, "job.sbatch");
   INFO(job.describe());
   REQUIRE(job.status == 0);
-  CHECK(srun_argv(sb) ==
-        std::vector<std::string>{"--kill-on-bad-exit=1", "--wait=60", "--ntasks-per-node=2",
-                                 "--cpus-per-task=8", "--cpu-bind=cores", "--gpu-bind=closest",
-                                 "--label", "hpctrain", "train", "--strategy", "ddp"});
+  CHECK(srun_argv(sb) == std::vector<std::string>{"--export=ALL", "--kill-on-bad-exit=1",
+                                                  "--wait=60", "--ntasks-per-node=2",
+                                                  "--cpus-per-task=8", "--cpu-bind=cores",
+                                                  "--gpu-bind=closest", "--label", "hpctrain",
+                                                  "train", "--strategy", "ddp"});
   auto env = srun_env(sb);
   CHECK(env["SRUN_CPUS_PER_TASK"] == "8");
   CHECK(env["OMP_NUM_THREADS"] == "8");

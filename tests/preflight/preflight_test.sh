@@ -67,7 +67,7 @@ for via in here ssh; do
     --set profile.partition=gpu --set profile.qos=nosuch --set profile.gpu_type=null \
     --set profile.account=hpcproj --live "${extra[@]}"
   [[ $status == 2 ]] || fail "unknown ($via): exit $status, want 2"
-  expect_line "partition" '^mismatch \(partition\): partition gpu does not exist on this cluster; set profile.partition to one of: debug, short'
+  expect_line "partition" '^mismatch \(partition\): partition gpu does not exist on this cluster; set profile.partition to one of: debug, urgent, short'
   expect_line "qos" '^mismatch \(qos\): QoS nosuch does not exist on this cluster; set profile.qos to one of: normal, quick'
 
   run "a job that fits ($via)" validate --no-project -p 1n4g -c generic -s ddp \
