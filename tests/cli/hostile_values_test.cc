@@ -360,7 +360,9 @@ TEST_CASE("hostile values: every hostile job.signal, cpu_bind and gpu_bind is re
   }
 }
 
-TEST_CASE("hostile values: shellcheck finds nothing (values without $, ` or \\)", "[hostile]") {
+TEST_CASE(
+    "hostile values: shellcheck finds nothing in values without dollar, backtick or backslash",
+    "[hostile]") {
   std::vector<std::pair<std::string, std::string>> values;
   for (const auto& h : hostile_values("/tmp"))
     if (!trips_shellcheck_today(h.value)) values.emplace_back(h.label, h.value);
@@ -373,7 +375,8 @@ TEST_CASE("hostile values: shellcheck finds nothing (values without $, ` or \\)"
 // SC1003 for a backslash right before a closing quote ('\' or '\'\'''), in the module, export and
 // hpc_train lines. The brief wants zero findings for every script; e.g. double-quote such values
 // with \ before $ ` " \, or precede the line with "# shellcheck disable=SC2016,SC1003".
-TEST_CASE("hostile values: shellcheck finds nothing (values with $, ` or \\)", "[hostile]") {
+TEST_CASE("hostile values: shellcheck finds nothing in values with dollar, backtick or backslash",
+          "[hostile]") {
   std::vector<std::pair<std::string, std::string>> values;
   for (const auto& h : hostile_values("/tmp"))
     if (trips_shellcheck_today(h.value)) values.emplace_back(h.label, h.value);

@@ -3,7 +3,9 @@
 
   * no C++ line over 100 columns (.clang-format's limit; clang-format cannot break raw strings);
   * no C++ source file over 700 lines;
-  * no ';' in a Catch2 TEST_CASE name (CTest splits a name at ';', then runs neither half);
+  * no ';' in a Catch2 TEST_CASE name (CTest splits a name at ';', then runs neither half), and
+    no backslash (catch_discover_tests does not escape it, so the name matches no test; every
+    Catch test also runs with --warn NoTests, so such a name fails instead of passing);
   * trainer/ never names launcher/ (it shares only common/).
 
 Usage: sources_test.py SOURCE_DIR. Prints one line per violation and exits 1 when there is one.
@@ -48,6 +50,9 @@ def main():
             if ";" in match.group(1):
                 problems.append(f"{rel}: TEST_CASE \"{match.group(1)}\" has a ';': CTest would "
                                 "split the name and run neither half")
+            if "\\" in match.group(1):
+                problems.append(f"{rel}: TEST_CASE \"{match.group(1)}\" has a backslash: the name "
+                                "CTest hands to Catch then matches no test; say it in words")
     for path in sources(root, {".cc", ".h", ".txt", ".py", ".sh", ".md"}, ("trainer",)):
         text = path.read_text(encoding="utf-8", errors="replace")
         if "launcher/" in text:
