@@ -3,6 +3,8 @@
 # Idempotent: packages already present are skipped by apt.
 #   scripts/install-deps.sh            launcher + tests + trainer (default)
 #   scripts/install-deps.sh --launcher only the launcher's build dependencies
+#   scripts/install-deps.sh --system   launcher + Slurm + trainer, without the tests' Python
+#                                      environment (what scripts/quickstart.sh needs)
 #   scripts/install-deps.sh --fresh-root what scripts/fresh-root-test.sh needs on the host
 #   scripts/install-deps.sh --python   only the tests' Python environment (python3-venv from apt, then
 #                                      the pinned torch/lightning/numpy of python-requirements.txt)
@@ -81,6 +83,7 @@ pkgs=("${launcher_pkgs[@]}")
 with_python=0
 case "${1:-all}" in
   --launcher) ;;
+  --system) pkgs+=("${cluster_pkgs[@]}" "${trainer_pkgs[@]}") ;; # all but the tests' Python
   all|--all) pkgs+=("${cluster_pkgs[@]}" "${trainer_pkgs[@]}" "${python_pkgs[@]}"); with_python=1 ;;
   --python) pkgs=("${python_pkgs[@]}"); with_python=1 ;;
   --python-venv-path) venv_path; exit 0 ;;
@@ -90,7 +93,7 @@ case "${1:-all}" in
       debootstrap git
     exit 0
     ;;
-  *) echo "usage: $0 [--launcher|--all|--python|--python-venv-path|--fresh-root|--list]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--launcher|--system|--all|--python|--python-venv-path|--fresh-root|--list]" >&2; exit 2 ;;
 esac
 
 missing=()
