@@ -13,9 +13,17 @@ prints the sum of all ranks, which is 0 + 1 + ... + (world - 1), and the hosts i
 """
 import os
 import socket
+import sys
 
 import torch
 import torch.distributed as dist
+
+
+def say(line):
+    # One write per line: the ranks of a node share srun's pipe, and print() under
+    # PYTHONUNBUFFERED writes the text and its newline separately, so two ranks' lines could mix.
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 def main():
@@ -23,15 +31,15 @@ def main():
     dist.init_process_group(backend="gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     host = socket.gethostname()
-    print(f"rank {rank}/{world} local {os.environ.get('LOCAL_RANK', '?')} on {host}", flush=True)
+    say(f"rank {rank}/{world} local {os.environ.get('LOCAL_RANK', '?')} on {host}")
 
     total = torch.tensor([rank], dtype=torch.int64)
     dist.all_reduce(total, op=dist.ReduceOp.SUM)
     hosts = [None] * world
     dist.all_gather_object(hosts, host)
     if rank == 0:
-        print(f"sum of ranks: {total.item()} (expected {world * (world - 1) // 2})", flush=True)
-        print(f"hosts: {','.join(sorted(set(hosts)))}", flush=True)
+        say(f"sum of ranks: {total.item()} (expected {world * (world - 1) // 2})")
+        say(f"hosts: {','.join(sorted(set(hosts)))}")
     dist.destroy_process_group()
 
 

@@ -21,6 +21,7 @@ forwards to the tasks) Lightning saves `hpc_ckpt_N.ckpt` in --root and its rank 
 """
 import argparse
 import socket
+import sys
 import time
 
 import lightning as L
@@ -51,9 +52,12 @@ class LinearFit(L.LightningModule):
 
     def on_fit_start(self):
         t = self.trainer
-        print(f"lightning: global_rank {t.global_rank} of world_size {t.world_size} "
-              f"(node_rank {t.node_rank}, local_rank {t.local_rank}) on {socket.gethostname()}",
-              flush=True)
+        # One write for the whole line: the ranks of a node share srun's pipe, and print() under
+        # PYTHONUNBUFFERED writes the text and its newline separately.
+        sys.stdout.write(f"lightning: global_rank {t.global_rank} of world_size {t.world_size} "
+                         f"(node_rank {t.node_rank}, local_rank {t.local_rank}) on "
+                         f"{socket.gethostname()}\n")
+        sys.stdout.flush()
 
     def on_train_start(self):
         if self.trainer.is_global_zero:

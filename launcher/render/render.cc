@@ -352,8 +352,12 @@ std::vector<std::string> sbatch_directives(const Spec& spec) {
   std::vector<std::string> out;
   out.push_back(directive("job-name", j.name));
   out.push_back(int_directive("nodes", s.nodes));
-  out.push_back(int_directive("ntasks-per-node", s.gpus_per_node));
-  out.push_back(int_directive("cpus-per-task", s.cpus_per_gpu));
+  // One task per GPU; under torchrun one task per node that holds all its CPUs (torchrun starts
+  // the per-GPU processes), so that its srun step asks for no more than the job has.
+  const bool task_per_node = spec.launch == "torchrun";
+  out.push_back(int_directive("ntasks-per-node", task_per_node ? 1 : s.gpus_per_node));
+  out.push_back(
+      int_directive("cpus-per-task", s.cpus_per_gpu * (task_per_node ? s.gpus_per_node : 1)));
   std::string count = std::to_string(s.gpus_per_node);
   if (p.gpu_request == GpuRequest::Gres) {
     out.push_back(directive("gres", "gpu:" + (p.gpu_type.empty() ? "" : p.gpu_type + ":") + count));
