@@ -1,6 +1,7 @@
 // Preflight over a fake login node: what scontrol, sinfo, sacctmgr and sbatch --test-only say,
 // and the one line per mismatch it makes of them (backends/preflight.h).
 #include "backends/preflight.h"
+#include "render/builtin_testing.h"
 
 #include <catch2/catch.hpp>
 #include <set>
@@ -18,15 +19,9 @@ using hpc::test::succeeded;
 namespace {
 
 hpc::Spec resolve(std::vector<std::string> sets) {
-  fs::path data = HPC_SOURCE_DIR;
-  hpc::Catalog catalog({{data / "presets", data / "templates", "built-in"}});
-  hpc::SpecRequest r;
-  r.preset = "2n4g";
-  r.cluster = "generic";
+  hpc::SpecRequest r = hpc::testing::builtin_request("2n4g", "generic", std::move(sets));
   r.strategy = "ddp";
-  r.sets = std::move(sets);
-  r.read_project_file = false;
-  return hpc::resolve_spec(catalog, r);
+  return hpc::testing::resolve_builtin(r);
 }
 
 const char* kPartitions =

@@ -13,6 +13,7 @@
 #include "cli/flags.h"
 #include "cli/verbs.h"
 #include "error.h"
+#include "follow/jobs.h"
 #include "render/shell.h"
 #include "subprocess.h"
 
@@ -34,18 +35,7 @@ std::unique_ptr<Host> salloc_host(const BackendChoice& choice) {
                     "run it where salloc is (a login node), or pass --host LOGIN; to try a "
                     "program on this machine, use hpclaunch run --local");
   }
-  if (choice.kind == "ssh") {
-    if (choice.host.empty())
-      throw UserError("--backend ssh", "no login node given", "pass --host LOGIN");
-    SshHostOptions o;
-    o.host = choice.host;
-    o.config_file = choice.ssh_config;
-    o.known_hosts_file = choice.known_hosts;
-    o.accept_new_host_key = choice.accept_new_host_key;
-    auto host = std::make_unique<SshHost>(o);
-    host->connect();
-    return host;
-  }
+  if (choice.kind == "ssh") return make_login_host(choice);  // connected, as run's
   if (!program_on_path("salloc")) {
     throw UserError("hpclaunch shell", "no salloc on this machine",
                     "run it on a login node of the cluster, or pass --host LOGIN");

@@ -1,4 +1,5 @@
 #include "render/container_argv.h"
+#include "render/builtin_testing.h"
 
 #include <catch2/catch.hpp>
 
@@ -11,22 +12,12 @@ using Words = std::vector<std::string>;
 namespace {
 
 hpc::Spec resolve(std::vector<std::string> sets) {
-  fs::path data = HPC_SOURCE_DIR;
-  hpc::Catalog catalog({{data / "presets", data / "templates", "built-in"}});
-  hpc::SpecRequest r;
-  r.preset = "2n2g";
-  r.cluster = "generic";
+  hpc::SpecRequest r = hpc::testing::builtin_request("2n2g", "generic", std::move(sets));
   r.strategy = "ddp";
-  r.sets = std::move(sets);
-  r.read_project_file = false;
-  return hpc::resolve_spec(catalog, r);
+  return hpc::testing::resolve_builtin(r);
 }
 
-std::string render(const hpc::Spec& spec) {
-  auto t =
-      hpc::ScriptTemplate::from_file(fs::path(HPC_SOURCE_DIR) / "templates/sbatch.sh.mustache");
-  return t.render(spec, {"test", {"hpclaunch", "render"}});
-}
+std::string render(const hpc::Spec& spec) { return hpc::testing::render_builtin(spec); }
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
@@ -116,16 +107,10 @@ TEST_CASE("container script: without a container the script is unchanged", "[con
 namespace {
 
 hpc::Spec resolve_launch(const std::string& launch, std::vector<std::string> sets) {
-  fs::path data = HPC_SOURCE_DIR;
-  hpc::Catalog catalog({{data / "presets", data / "templates", "built-in"}});
-  hpc::SpecRequest r;
-  r.preset = "2n2g";
-  r.cluster = "generic";
+  hpc::SpecRequest r = hpc::testing::builtin_request("2n2g", "generic", std::move(sets));
   r.launch = launch;
   r.trainer_args = std::vector<std::string>{"python", "train.py", "--epochs", "3"};
-  r.sets = std::move(sets);
-  r.read_project_file = false;
-  return hpc::resolve_spec(catalog, r);
+  return hpc::testing::resolve_builtin(r);
 }
 
 }  // namespace

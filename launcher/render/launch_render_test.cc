@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "render/builtin_testing.h"
 #include "render/render.h"
 #include "subprocess.h"
 #include "support/prerequisite.h"
@@ -14,23 +15,13 @@ namespace {
 
 hpc::Spec resolve(const std::string& launch, std::vector<std::string> words,
                   const std::string& cluster = "generic", std::vector<std::string> sets = {}) {
-  fs::path data = HPC_SOURCE_DIR;
-  hpc::Catalog catalog({{data / "presets", data / "templates", "built-in"}});
-  hpc::SpecRequest r;
-  r.preset = "2n4g";
-  r.cluster = cluster;
+  hpc::SpecRequest r = hpc::testing::builtin_request("2n4g", cluster, std::move(sets));
   r.launch = launch;
   r.trainer_args = std::move(words);
-  r.sets = std::move(sets);
-  r.read_project_file = false;
-  return hpc::resolve_spec(catalog, r);
+  return hpc::testing::resolve_builtin(r);
 }
 
-std::string render(const hpc::Spec& spec) {
-  auto t =
-      hpc::ScriptTemplate::from_file(fs::path(HPC_SOURCE_DIR) / "templates/sbatch.sh.mustache");
-  return t.render(spec, {"test", {"hpclaunch", "render"}});
-}
+std::string render(const hpc::Spec& spec) { return hpc::testing::render_builtin(spec); }
 
 // The lines from the one starting with `first` up to the one starting with `last`.
 std::string section(const std::string& s, const std::string& first, const std::string& last) {
@@ -113,8 +104,7 @@ TEST_CASE("launch render: torchrun runs one agent per node with a c10d rendezvou
         "  --kill-on-bad-exit=1 # one failed node ends the step instead of leaving the others "
         "hanging\n"
         "  --wait=60 # seconds the others may run on after the first task exits\n"
-        "  --ntasks=2 # one per node: srun would take the job's SLURM_NTASKS (one per GPU) and "
-        "refuse\n"
+        "  --ntasks=2 # one per node, as the job asks\n"
         "  --ntasks-per-node=1\n"
         "  --cpus-per-task=" +
             std::to_string(
@@ -122,6 +112,13 @@ TEST_CASE("launch render: torchrun runs one agent per node with a c10d rendezvou
             " # every CPU of the node's 4 GPU slot(s)\n"
             "  --label # prefix each output line with its node index (one task per node)\n"
             ")");
+  // The job itself asks one task per node with all its CPUs, so the step fits inside it.
+  CHECK(contains(s, "#SBATCH --ntasks-per-node=1\n"));
+  CHECK(contains(
+      s, "#SBATCH --cpus-per-task=" +
+             std::to_string(
+                 4 * resolve("torchrun", {"x"}, "jsc", {"profile.account=p"}).shape.cpus_per_gpu) +
+             "\n"));
   CHECK(section(s, "hpc_torchrun=(", ")") ==
         "hpc_torchrun=(\n"
         "  torchrun\n"

@@ -1,4 +1,5 @@
 #include "render/render.h"
+#include "render/builtin_testing.h"
 
 #include <catch2/catch.hpp>
 
@@ -10,22 +11,12 @@ namespace {
 
 hpc::Spec resolve(const std::string& preset, const std::string& cluster,
                   std::vector<std::string> sets = {}) {
-  fs::path data = HPC_SOURCE_DIR;
-  hpc::Catalog catalog({{data / "presets", data / "templates", "built-in"}});
-  hpc::SpecRequest r;
-  r.preset = preset;
-  r.cluster = cluster;
+  hpc::SpecRequest r = hpc::testing::builtin_request(preset, cluster, std::move(sets));
   r.strategy = "fsdp";
-  r.sets = std::move(sets);
-  r.read_project_file = false;
-  return hpc::resolve_spec(catalog, r);
+  return hpc::testing::resolve_builtin(r);
 }
 
-std::string render(const hpc::Spec& spec) {
-  auto t =
-      hpc::ScriptTemplate::from_file(fs::path(HPC_SOURCE_DIR) / "templates/sbatch.sh.mustache");
-  return t.render(spec, {"test", {"hpclaunch", "render"}});
-}
+std::string render(const hpc::Spec& spec) { return hpc::testing::render_builtin(spec); }
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;

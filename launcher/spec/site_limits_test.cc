@@ -1,6 +1,7 @@
 // The sites' limits as the built-in profiles record them: what each refuses, with the key path
 // and the fix, and the defaults it fills in (spec/site_limits.h).
 #include "spec/site_limits.h"
+#include "render/builtin_testing.h"
 
 #include <catch2/catch.hpp>
 #include <string>
@@ -17,15 +18,9 @@ namespace {
 
 hpc::Spec resolve(const std::string& preset, const std::string& cluster,
                   std::vector<std::string> sets = {}) {
-  fs::path data = HPC_SOURCE_DIR;
-  hpc::Catalog catalog({{data / "presets", data / "templates", "built-in"}});
-  hpc::SpecRequest r;
-  r.preset = preset;
-  r.cluster = cluster;
+  hpc::SpecRequest r = hpc::testing::builtin_request(preset, cluster, std::move(sets));
   r.strategy = "ddp";
-  r.sets = std::move(sets);
-  r.read_project_file = false;
-  return hpc::resolve_spec(catalog, r);
+  return hpc::testing::resolve_builtin(r);
 }
 
 std::string refusal(const std::string& preset, const std::string& cluster,
