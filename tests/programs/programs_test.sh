@@ -73,30 +73,9 @@ launch_run() {  # MODE PROGRAM [ARGS...]
     --set shape.cpus_per_gpu=1 --set "job.name=$name" -- "$@"
 }
 
-job_field() {  # JOB KEY: a field of `scontrol show job -o`
-  scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"
-}
-wait_state() {  # JOB SECONDS STATE...: waits until JobState is one of them; prints it
-  local job=$1 until=$((SECONDS + $2)) s
-  shift 2
-  while ((SECONDS < until)); do
-    s=$(job_field "$job" JobState)
-    for want in "$@"; do [[ $s == "$want" ]] && { echo "$s"; return 0; }; done
-    sleep 0.2
-  done
-  echo "${s:-?}"
-  return 1
-}
-submitted_id() { sed -n 's/.*submitted job \([0-9]*\).*/\1/p' "$1" | head -n 1; }
-wait_submitted() {  # ERRFILE -> job id
-  local id
-  for _ in $(seq 600); do
-    id=$(submitted_id "$1")
-    [[ -n $id ]] && { echo "$id"; return 0; }
-    sleep 0.1
-  done
-  return 1
-}
+# job_field, wait_state, submitted_id, wait_submitted
+# shellcheck source-path=SCRIPTDIR source=../slurm/job_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../slurm/job_lib.sh"
 wait_line() {  # FILE REGEX SECONDS: waits until FILE has a line matching REGEX
   local until=$((SECONDS + $3))
   while ((SECONDS < until)); do

@@ -68,30 +68,9 @@ run_job() {  # TAG MAX_STEPS [more trainer args]
     --seed 9 --threads 1 --log-every 10 --max-steps "$steps" --checkpoint-dir "$work/ck-$tag" "$@"
 }
 
-job_field() {  # JOB KEY: a field of `scontrol show job -o`
-  scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"
-}
-wait_state() {  # JOB SECONDS STATE...: waits until JobState is one of them; prints it
-  local job=$1 until=$((SECONDS + $2)) s
-  shift 2
-  while ((SECONDS < until)); do
-    s=$(job_field "$job" JobState)
-    for want in "$@"; do [[ $s == "$want" ]] && { echo "$s"; return 0; }; done
-    sleep 0.2
-  done
-  echo "${s:-?}"
-  return 1
-}
-submitted_id() { sed -n 's/.*submitted job \([0-9]*\).*/\1/p' "$1" | head -n 1; }
-wait_submitted() {  # ERRFILE -> job id
-  local i id
-  for i in $(seq 300); do
-    id=$(submitted_id "$1")
-    [[ -n $id ]] && { echo "$id"; return 0; }
-    sleep 0.1
-  done
-  return 1
-}
+# job_field, wait_state, submitted_id, wait_submitted
+# shellcheck source-path=SCRIPTDIR source=job_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
 # Step lines in the run's metrics file (written by rank 0 into the run directory).
 metrics_of() { echo "$work/runs/$name-$1/metrics.jsonl"; }
 step_count() { if [[ -f $1 ]]; then grep -c '"loss"' "$1" || true; else echo 0; fi; }
