@@ -91,15 +91,20 @@ TEST_CASE("site limits: JSC's Booster refuses what its nodes and partition canno
   CHECK_THAT(why, Contains("= 64 CPUs per node, but a node of partition booster has 48"));
   CHECK_THAT(why, Contains("--set shape.cpus_per_gpu=12"));
 
-  why = refusal("2n4g", "jsc", {"profile.account=p", "shape.time=1-01:00:00"});
+  // The time and memory limits are not in the shipped profile (not checked against JSC's pages):
+  // a user's own, here through --set.
+  const std::string time_limit = "profile.partitions.booster.max_time=24:00:00";
+  const std::string memory = "profile.partitions.booster.mem_per_node=512G";
+  why = refusal("2n4g", "jsc", {"profile.account=p", time_limit, "shape.time=1-01:00:00"});
   CHECK_THAT(why, Contains("1-01:00:00 is over partition booster's limit 24:00:00"));
   CHECK_THAT(why, Contains("profile.partitions.booster.max_time"));
 
-  why = refusal("2n4g", "jsc", {"profile.account=p", "shape.mem_per_gpu=200G"});
+  why = refusal("2n4g", "jsc", {"profile.account=p", memory, "shape.mem_per_gpu=200G"});
   CHECK_THAT(why, Contains("200G per GPU x 4 GPUs is more than a node of partition booster"));
   // The limits belong to booster: on another partition they do not apply.
   CHECK(resolve("2n4g", "jsc",
-                {"profile.account=p", "profile.partition=dc-gpu", "shape.time=1-01:00:00"})
+                {"profile.account=p", time_limit, "profile.partition=dc-gpu",
+                 "shape.time=1-01:00:00"})
             .shape.time == "1-01:00:00");
 }
 
