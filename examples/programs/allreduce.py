@@ -40,6 +40,7 @@ def main():
     if rank == 0:
         say(f"sum of ranks: {total.item()} (expected {world * (world - 1) // 2})")
         say(f"hosts: {','.join(sorted(set(hosts)))}")
+    dist.barrier()  # leave together: no rank closes its connections while a peer still talks
     dist.destroy_process_group()
 
 

@@ -116,6 +116,11 @@ def main():
                   f"{world} ranks", flush=True)
     if rank == 0 and not math.isfinite(mean_loss.item()):
         raise SystemExit("loss is not finite")
+    # Leave together: DDP's reducer goes first, then every rank waits for the others before the
+    # group closes its connections (a rank that closes while a peer still talks to it can take
+    # Gloo down with SIGABRT, seen under torchrun on the test cluster).
+    del model, opt
+    dist.barrier()
     dist.destroy_process_group()
 
 
