@@ -17,8 +17,10 @@
 
 #include "dist/bench_allreduce.h"
 #include "error.h"
+#include "man_page.h"
 #include "model/config.h"
 #include "train.h"
+#include "version_line.h"
 
 namespace {
 
@@ -218,9 +220,21 @@ int main(int argc, char** argv) {
   add_export_command(app, x, x_shape);
   hpc::train::BenchAllreduceOptions b;
   CLI::App* bench = add_bench_allreduce_command(app, b);
+  app.set_version_flag("--version", hpc::version_line("hpctrain"));
+  if (argc == 2 && std::string(argv[1]) == "--help-man") {  // the build writes hpctrain.1
+    std::fputs(hpc::man_page(app, {"hpctrain",
+                                   hpc::version_line("hpctrain"),
+                                   "hpctrain COMMAND [OPTIONS]",
+                                   {{"See also", "hpclaunch(1)"}}})
+                   .c_str(),
+               stdout);
+    return 0;
+  }
 
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForVersion& v) {
+    return app.exit(v);
   } catch (const CLI::CallForHelp& h) {
     return app.exit(h);
   } catch (const CLI::CallForAllHelp& h) {

@@ -12,13 +12,16 @@
 #include <streambuf>
 
 #include "backends/backend.h"
+#include "cli/complete.h"
 #include "cli/flags.h"
 #include "cli/verbs.h"
-#include "cli/version.h"
 #include "error.h"
+#include "man_page.h"
 #include "posix_io.h"
 #include "render/shell.h"
 #include "spec/suggest.h"
+#include "text.h"
+#include "version_line.h"
 
 namespace hpc {
 namespace {
@@ -93,6 +96,40 @@ const Verb kVerbs[] = {
     {"report", "re-render a sweep's summary.md and plots from its results.csv", false,
      define_report},
 };
+
+// The sections of `hpclaunch --help-man` after the commands (the rest comes from the App).
+ManPageText man_page_text() {
+  return {"hpclaunch",
+          version_line("hpclaunch"),
+          "hpclaunch COMMAND [OPTIONS] [-- ARGS...]",
+          {{"Environment", R"(HPCLAUNCH_PATH
+  folders searched first for defaults.json, shapes/, clusters/ and templates/ (colon-separated)
+XDG_CONFIG_HOME
+  the user's folder is $XDG_CONFIG_HOME/hpclaunch (default ~/.config/hpclaunch)
+HPCLAUNCH_DATA_DIR
+  the built-in presets and templates (default: ../share/hpclaunch beside the binary))"},
+           {"Files",
+            R"(PREFIX/share/hpclaunch/presets/    shape presets, cluster profiles, defaults.json
+PREFIX/share/hpclaunch/templates/  the batch-script template
+./runs/                            run directories: script, log, run.json)"},
+           {"See also",
+            "hpctrain(1), sbatch(1), srun(1), salloc(1), module(1). The guides: "
+            "PREFIX/share/doc/hpclaunch/ (quickstart.md, presets.md, clusters.md, "
+            "backends.md)."}}};
+}
+
+// `hpclaunch __complete CWORD WORD...` (the shells' completion scripts): one candidate a line.
+int print_completions(const CLI::App& app, const std::vector<std::string>& raw_args) {
+  if (raw_args.size() < 3 || raw_args[2].size() > 6 || !is_plain_whole_number(raw_args[2])) {
+    return kExitUsage;
+  }
+  std::vector<std::string> words(raw_args.begin() + 3, raw_args.end());
+  size_t cword = std::stoul(raw_args[2]);
+  for (const auto& c : complete_words(app, words, cword, catalog_completion_sources())) {
+    std::cout << c << "\n";
+  }
+  return 0;
+}
 
 // Parses args; a mistyped verb or a bad flag is one line and exit status 2.
 int parse(CLI::App& app, const std::vector<std::string>& args) {
@@ -179,7 +216,7 @@ int dispatch(const std::vector<std::string>& raw_args) {
   CLI::App app{"hpclaunch: declarative presets and cluster profiles -> reviewed sbatch scripts",
                "hpclaunch"};
   app.footer(kExamples);
-  app.set_version_flag("--version", std::string("hpclaunch ") + kVersion);
+  app.set_version_flag("--version", version_line("hpclaunch"));
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, VerbHandler>> handlers;
   for (const auto& v : kVerbs) {
@@ -188,6 +225,12 @@ int dispatch(const std::vector<std::string>& raw_args) {
     refuse_empty_values(sub);
   }
   require_plain_numbers(&app);
+  // Hidden entry points for the build and the shells: not verbs, not in --help.
+  if (raw_args.size() > 1 && raw_args[1] == "__complete") return print_completions(app, raw_args);
+  if (args.size() == 2 && args[1] == "--help-man") {
+    std::cout << man_page(app, man_page_text());
+    return 0;
+  }
   if (int status = parse(app, args); status >= 0) return status;
 
   size_t chosen = 0;
