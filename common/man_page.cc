@@ -15,7 +15,7 @@ std::string upper(std::string s) {
 bool visible(const CLI::Option* o) { return !o->get_group().empty(); }
 bool visible(const CLI::App* a) { return !a->get_group().empty(); }
 
-bool is_flag(const CLI::Option* o) { return o->get_type_size_max() == 0; }
+bool is_flag(const CLI::Option* o) { return o->get_items_expected_max() == 0; }
 
 // "-o, --output FILE" in bold names and an italic value.
 std::string option_label(const CLI::Option* o) {

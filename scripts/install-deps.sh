@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything hpclaunch needs to build, run and test on Debian 12.
 # Idempotent: packages already present are skipped by apt.
-#   scripts/install-deps.sh            launcher + tests + trainer (default)
+#   scripts/install-deps.sh            launcher + tests + trainer + packaging tools (default)
 #   scripts/install-deps.sh --launcher only the launcher's build dependencies
 #   scripts/install-deps.sh --system   launcher + Slurm + trainer, without the tests' Python
 #                                      environment (what scripts/quickstart.sh needs)
@@ -32,6 +32,10 @@ cluster_pkgs=(slurmctld slurmd slurm-client munge openssh-server openssh-client 
   slurmdbd mariadb-server)
 # python3: the tests' reference implementation and helper scripts (the product needs no Python).
 trainer_pkgs=(libtorch-dev libgloo-dev libopenblas0-openmp python3 python3-torch python3-numpy)
+# The packaging tests (tests/packaging, docs/install.md): man pages rendered by man-db/groff, zsh and
+# bash-completion for completion, Debian's Lmod for the modulefile, dpkg-dev (dpkg-shlibdeps),
+# fakeroot and file for CPack's .deb, debootstrap for the clean Debian 12 root it installs into.
+packaging_pkgs=(man-db groff-base zsh bash-completion lmod dpkg-dev fakeroot file debootstrap)
 # python3-venv: the virtual environment with torch 2.x and Lightning from PyPI (python_venv below).
 python_pkgs=(python3 python3-venv)
 
@@ -84,13 +88,16 @@ with_python=0
 case "${1:-all}" in
   --launcher) ;;
   --system) pkgs+=("${cluster_pkgs[@]}" "${trainer_pkgs[@]}") ;; # all but the tests' Python
-  all|--all) pkgs+=("${cluster_pkgs[@]}" "${trainer_pkgs[@]}" "${python_pkgs[@]}"); with_python=1 ;;
+  all|--all)
+    pkgs+=("${cluster_pkgs[@]}" "${trainer_pkgs[@]}" "${packaging_pkgs[@]}" "${python_pkgs[@]}")
+    with_python=1
+    ;;
   --python) pkgs=("${python_pkgs[@]}"); with_python=1 ;;
   --python-venv-path) venv_path; exit 0 ;;
   --fresh-root) pkgs=(debootstrap iproute2 util-linux git) ;;
   --list)
-    printf '%s\n' "${pkgs[@]}" "${cluster_pkgs[@]}" "${trainer_pkgs[@]}" "${python_pkgs[@]}" \
-      debootstrap git
+    printf '%s\n' "${pkgs[@]}" "${cluster_pkgs[@]}" "${trainer_pkgs[@]}" "${packaging_pkgs[@]}" \
+      "${python_pkgs[@]}" debootstrap git
     exit 0
     ;;
   *) echo "usage: $0 [--launcher|--system|--all|--python|--python-venv-path|--fresh-root|--list]" >&2; exit 2 ;;

@@ -35,7 +35,7 @@ const CLI::App* find_subcommand(const CLI::App* app, const std::string& word) {
   return nullptr;
 }
 
-bool takes_value(const CLI::Option* o) { return o->get_type_size_max() > 0; }
+bool takes_value(const CLI::Option* o) { return o->get_items_expected_max() > 0; }
 
 // A value that is a comma list (sweep's --presets and --strategy): each item completes.
 bool comma_list(const CLI::Option* o) {
