@@ -13,8 +13,10 @@ set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
 set(CPACK_RESOURCE_FILE_LICENSE "${PROJECT_SOURCE_DIR}/LICENSE")
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
-# Install into the staging folder through DESTDIR, so that install(CODE) sees the prefix /usr.
+# Install into the staging folder through DESTDIR with the prefix /usr, so that install(CODE)
+# sees the prefix the package has (the zsh completion's folder depends on it).
 set(CPACK_SET_DESTDIR ON)
+set(CPACK_INSTALL_PREFIX /usr)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL launcher)
 if(TARGET hpctrain)
