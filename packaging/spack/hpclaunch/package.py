@@ -63,8 +63,7 @@ class Hpclaunch(CMakePackage):
             self.define("CMAKE_CXX_FLAGS", "-isystem " + include),
             self.define_from_variant("HPC_BUILD_TRAINER", "trainer"),
             self.define("HPC_BUILD_TESTS", self.run_tests),
-            # Spack's stage is no git checkout: name the version in --version instead.
-            self.define("HPC_GIT_REVISION", "spack-" + str(self.spec.version)),
+            # @main is a git clone: --version names its commit (cmake/git_revision.cmake).
             # The Lmod modulefile goes under the prefix; Spack writes its own modules too.
             self.define("HPC_MODULEFILE_DIR", "modulefiles"),
         ]
