@@ -47,6 +47,8 @@ HOST_TOOLS = {"scripts/fresh-root-test.sh"}
 # accounted for when its package is pinned there (PyPI is not Debian: dpkg knows nothing of it).
 VENV_PROGRAMS = {"torchrun": "torch", "lightning": "lightning"}
 REQUIREMENTS = "scripts/python-requirements.txt"
+# Shell functions that a package's init script defines (tests source it first), with that package.
+SHELL_FUNCTIONS = {"module": "lmod"}  # /usr/share/lmod/lmod/init/bash (tests/packaging)
 # Wrappers whose first non-option argument is again a command.
 WRAPPERS = {"env", "sudo", "timeout", "nohup", "nice", "setsid", "xargs", "unshare", "flock",
             "runuser", "stdbuf"}
@@ -406,6 +408,14 @@ def main():
             else:
                 problems.append(f"{where}: '{program}' comes from the PyPI package '{req}', which "
                                 f"{REQUIREMENTS} does not pin; add {req}==VERSION there")
+            continue
+        if program in SHELL_FUNCTIONS:
+            package = SHELL_FUNCTIONS[program]
+            if package in allowed:
+                rows.append(f"{program:16} {'function: ' + package:20} {where}")
+            else:
+                problems.append(f"{where}: '{program}' is a shell function of the Debian package "
+                                f"'{package}'; add it to scripts/install-deps.sh")
             continue
         package, path = package_of(program)
         if path is None and all(p.split(":")[0] in HOST_TOOLS for p in places):

@@ -57,14 +57,14 @@ eb_args=(--prefix="$work/eb" --sourcepath="$work/src" --parallel=2)
 # EasyBuild refuses root unless told; the tests may run as root (containers, CI).
 [[ $(id -u) -ne 0 ]] || eb_args+=(--allow-use-as-root-and-accept-consequences)
 
-eb "$easyconfig" --dry-run "${eb_args[@]}" >"$work/dry-run.log" 2>&1 ||
+"$venv/bin/eb" "$easyconfig" --dry-run "${eb_args[@]}" >"$work/dry-run.log" 2>&1 ||
   { cat "$work/dry-run.log"; fail "eb --dry-run"; }
 grep -q "hpclaunch-$version.eb (module: hpclaunch/$version)" "$work/dry-run.log" ||
   { cat "$work/dry-run.log"; fail "eb --dry-run did not resolve hpclaunch/$version"; }
 echo "eb --dry-run: resolves hpclaunch/$version"
 
 started=$SECONDS
-eb "$easyconfig" "${eb_args[@]}" >"$work/build.log" 2>&1 || {
+"$venv/bin/eb" "$easyconfig" "${eb_args[@]}" >"$work/build.log" 2>&1 || {
   tail -30 "$work/build.log"
   find "$work" -name 'easybuild-hpclaunch-*.log' -exec tail -40 {} \;
   fail "eb $(basename "$easyconfig")"
