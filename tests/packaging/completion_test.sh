@@ -5,8 +5,9 @@
 # sets them for a command line, the function `complete -p hpclaunch` names is called, and
 # COMPREPLY is compared with what hpclaunch's own listings say (--help's verbs and flags,
 # `presets list --json`, `clusters list --json`), also for a preset added through HPCLAUNCH_PATH.
-# zsh: `zsh -n` on _hpclaunch, and the function run in zsh with compsys's words/CURRENT and a
-# compadd that prints what it is given (a real compsys session needs a terminal: not here).
+# zsh: `zsh -n` on _hpclaunch; the function run in zsh with compsys's words/CURRENT and a compadd
+# that prints what it is given (all candidates); and zsh's real compsys in an interactive zsh on a
+# pseudo-terminal (zsh_compsys.zsh: TAB completes a unique candidate into the line).
 set -euo pipefail
 source_dir=$1 hpclaunch=$2
 work=$(mktemp -d)
@@ -94,3 +95,15 @@ zsh_complete() {  # zsh_complete WORD...: _hpclaunch with words=(hpclaunch WORD.
 [[ $(zsh_complete render -o "") == "<files>" ]] || fail "zsh: -o should complete files"
 [[ $(zsh_complete "") == "$(help_list Subcommands)" ]] || fail "zsh: verbs"
 echo "ok: zsh: -n clean; --preset, --launch=, files, verbs through _hpclaunch"
+compsys() {  # compsys LINE: the words of LINE after TAB in an interactive zsh with compinit
+  PATH="$(dirname "$hpclaunch"):$PATH" timeout 60 zsh -f "$(dirname "$0")/zsh_compsys.zsh" \
+    "$source_dir/packaging/completion" "$1"
+}
+for case in 'hpclaunch render --launch tor|render --launch torchrun' \
+  'hpclaunch presets sh|presets show' 'hpclaunch run --preset my-|run --preset my-1n2g' \
+  'hpclaunch sweep --strategy ddp,fs|sweep --strategy ddp,fsdp'; do
+  line=${case%%|*} expected=${case#*|}
+  got=$(compsys "$line" || true)
+  [[ $got == "ARGS:$expected" ]] || fail "zsh compsys: '$line<TAB>' gave '$got', expected 'ARGS:$expected'"
+done
+echo "ok: zsh compsys (zpty, compinit): --launch tor -> torchrun, presets sh -> show, my- -> my-1n2g, ddp,fs -> ddp,fsdp"
