@@ -121,6 +121,10 @@ PREFIX/share/hpclaunch/templates/  the batch-script template
 // `hpclaunch __complete CWORD WORD...` (the shells' completion scripts): one candidate a line.
 int print_completions(const CLI::App& app, const std::vector<std::string>& raw_args) {
   if (raw_args.size() < 3 || raw_args[2].size() > 6 || !is_plain_whole_number(raw_args[2])) {
+    std::cerr << "hpclaunch: error: __complete: expected CWORD WORD... (the index of the word "
+                 "being completed, then the words); it is for the completion scripts, see "
+                 "docs/install.md"
+              << std::endl;
     return kExitUsage;
   }
   std::vector<std::string> words(raw_args.begin() + 3, raw_args.end());
