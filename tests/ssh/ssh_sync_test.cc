@@ -174,3 +174,68 @@ TEST_CASE("ssh sync: hpclaunch run --sync runs the job in the uploaded copy, run
   CHECK_THAT(again.err, Catch::Contains("uploaded 0 files (0 bytes); the tree was there already"));
   CHECK(tree_dirs(store).size() == 1);
 }
+
+TEST_CASE("ssh sync: a sweep with repeats on the test cluster uploads once, every run in the copy",
+          "[ssh][sync][sweep]") {
+  fs::path repo = make_project("sync-sweep");
+  write(repo / "prog.sh",
+        "#!/bin/sh\n[ \"$SLURM_PROCID\" = 0 ] || exit 0\n"
+        "echo \"cwd=$(pwd)\"\necho \"tps $((100 * SLURM_NTASKS))\"\n");
+  fs::permissions(repo / "prog.sh", fs::perms::owner_all);
+  write(repo / ".gitignore", "*.log\nruns/\nremote-runs/\nsweep/\nconfig/\n");
+  fs::path store = scratch_dir("sync-store-sweep");
+  hpc::test::ProcessOptions po;
+  po.cwd = repo.string();
+  po.timeout = std::chrono::seconds(110);
+  po.env = {"XDG_CONFIG_HOME=" + (repo / "config").string(),
+            "HPCLAUNCH_PATH=", "SLURM_CONF=" + hpc::test::testcluster_dir() + "/etc/slurm.conf"};
+  auto r = hpc::test::run_process({HPCLAUNCH_BINARY,
+                                   "sweep",
+                                   "--no-project",
+                                   "--presets",
+                                   "1n1g,1n2g",
+                                   "--launch",
+                                   "srun",
+                                   "--metric-regex",
+                                   "tps ([0-9]+)",
+                                   "--repeats",
+                                   "2",
+                                   "--set",
+                                   "shape.cpus_per_gpu=1",
+                                   "--ssh-config",
+                                   hpc::test::testcluster_ssh_config(),
+                                   "--host",
+                                   "testlogin",
+                                   "--remote-runs-dir",
+                                   (repo / "remote-runs").string(),
+                                   "--runs-dir",
+                                   (repo / "runs").string(),
+                                   "--out",
+                                   (repo / "sweep").string(),
+                                   "--sync",
+                                   "--sync-store",
+                                   store.string(),
+                                   "--sync-max-size",
+                                   "1K",
+                                   "--",
+                                   "./prog.sh"},
+                                  po);
+  INFO(r.out + r.err);
+  REQUIRE(r.ok());
+  // One upload for the whole sweep; four jobs ran in the one tree.
+  size_t uploads = 0;
+  for (size_t at = 0; (at = r.err.find("hpclaunch: sync: tree ", at)) != std::string::npos; ++at)
+    ++uploads;
+  CHECK(uploads == 1);
+  const std::vector<std::string> trees = tree_dirs(store);
+  REQUIRE(trees.size() == 1);
+  const std::string csv = hpc::test::read_local((repo / "sweep/results.csv").string());
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 5);
+  CHECK(csv.find(",COMPLETED,200.00,") != std::string::npos);
+  int in_tree = 0;
+  for (const auto& e : fs::directory_iterator(repo / "runs")) {
+    const std::string record = hpc::test::read_local((e.path() / "run.json").string());
+    if (record.find("\"code_tree\": \"" + trees[0] + "\"") != std::string::npos) ++in_tree;
+  }
+  CHECK(in_tree == 4);
+}
