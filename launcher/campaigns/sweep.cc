@@ -158,12 +158,12 @@ class SweepTable {
     }
     if (drawn_ > 0) err_ << "\033[" << drawn_ << "A";
     err_ << "\r\033[K"
-         << fmt::format("{:<8} {:<8} {:>4}  {:<14} {:<10} {:>9} {:>12}", "PRESET", "STRATEGY",
-                        "GPUS", "STATE", "JOB", "ELAPSED", "TOKENS/S")
+         << fmt::format("{:<24} {:>3} {:>4}  {:<14} {:<10} {:>9} {:>12}", "POINT", "RUN", "GPUS",
+                        "STATE", "JOB", "ELAPSED", "TOKENS/S")
          << "\n";
     for (const auto& p : points) {
       err_ << "\r\033[K"
-           << fmt::format("{:<8} {:<8} {:>4}  {:<14} {:<10} {:>9} {:>12}", p.preset, p.strategy,
+           << fmt::format("{:<24} {:>3} {:>4}  {:<14} {:<10} {:>9} {:>12}", p.name, p.repeat,
                           p.gpus, p.job.state, p.job.job_id.empty() ? "-" : p.job.job_id,
                           p.job.elapsed < 0 ? "-" : format_duration(p.job.elapsed),
                           p.throughput ? fmt::format("{:.1f}", p.throughput->mean) : "-")
@@ -607,6 +607,7 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
               {"scaling", config.scaling},
               {"presets", config.presets},
               {"strategies", series.labels},
+              {"repeats", config.repeats},
               {"command", command},
               {"updated_at", utc_now_iso8601()},
               {"points", json::array()}};
