@@ -1,4 +1,5 @@
 #include "campaigns/plot.h"
+#include "campaigns/repeat_stats.h"
 
 #include <algorithm>
 #include <cctype>
@@ -41,7 +42,10 @@ const std::vector<std::string>& csv_columns() {
                                              "steps_used",
                                              "run_dir",
                                              "log",
-                                             "message"};
+                                             "message",
+                                             "point",
+                                             "series",
+                                             "repeat"};
   return c;
 }
 
@@ -133,8 +137,8 @@ std::optional<double> parse_number(const std::string& s, const std::string& wher
 // A preset or strategy name: it names a file (plots/scaling-STRATEGY.dat) and is a word in
 // the data files, the gnuplot scripts and summary.md, so it keeps to the characters of a preset
 // file name (catalog.h) and nothing there can run, move or break anything.
-void check_name(const std::string& name, const std::string& where) {
-  bool ok = !name.empty() && name.size() <= 128 && name[0] != '.';
+void check_name(const std::string& name, const std::string& where, size_t max_size = 128) {
+  bool ok = !name.empty() && name.size() <= max_size && name[0] != '.';
   for (unsigned char c : name)
     ok = ok && (std::isalnum(c) || c == '.' || c == '_' || c == '+' || c == '-');
   if (!ok)
@@ -143,16 +147,109 @@ void check_name(const std::string& name, const std::string& where) {
                     "(it names files in plots/)");
 }
 
-// plots/scaling-STRATEGY.dat, for a name check_name accepted.
-std::string data_file_name(const std::string& strategy) { return "scaling-" + strategy + ".dat"; }
+// plots/scaling-SERIES.dat, for a name check_name accepted.
+std::string data_file_name(const std::string& series) { return "scaling-" + series + ".dat"; }
 
-// The distinct strategies of the rows, in first-seen order.
-std::vector<std::string> strategies_of(const std::vector<ResultRow>& rows) {
+// The distinct series of the points, in first-seen order.
+std::vector<std::string> series_names(const std::vector<PointStats>& points) {
   std::vector<std::string> out;
-  for (const auto& r : rows)
-    if (std::find(out.begin(), out.end(), r.strategy) == out.end()) out.push_back(r.strategy);
+  for (const auto& p : points)
+    if (std::find(out.begin(), out.end(), p.series) == out.end()) out.push_back(p.series);
   return out;
 }
+
+// One plot: a data column against GPUs with its error bars, to NAME.png and NAME.svg.
+struct PlotSpec {
+  std::string name, ylabel, why;
+  int column, err_column;  // columns of scaling-SERIES.dat: the value and its 95% half-width
+  std::string ideal;       // an expression in x for the dashed ideal line, or ""
+};
+
+std::vector<PlotSpec> plot_specs(int base_gpus) {
+  return {
+      {"speedup", fmt::format("speedup vs {} GPU{}", base_gpus, base_gpus == 1 ? "" : "s"),
+       "Speedup vs GPUs, one series each; the dashed line is ideal (linear) scaling.", 2, 7,
+       fmt::format("x / {}.0", base_gpus)},
+      {"efficiency", "parallel efficiency",
+       "Parallel efficiency (speedup / GPU ratio) vs GPUs, one series each.", 3, 8, "1"},
+      {"per_gpu", "tokens/s per GPU",
+       "Throughput per GPU vs GPUs (weak scaling: flat is perfect), one series each.", 9, 10, ""},
+  };
+}
+
+std::string plot_script(const PlotSpec& spec, const std::vector<std::string>& series,
+                        const std::vector<int>& gpus) {
+  std::string tics;
+  for (int g : gpus) tics += (tics.empty() ? "" : ", ") + std::to_string(g);
+  int max_gpus = gpus.empty() ? 1 : gpus.back();
+  std::string s;
+  s += "# " + spec.why + "\n";
+  s += "# Error bars: the 95% Student-t interval of the mean over a point's repeats (none for\n";
+  s += "# one repeat). Written by hpclaunch; re-render with `gnuplot " + spec.name + ".gp` here,\n";
+  s += "# or `hpclaunch report SWEEP_DIR` after editing results.csv.\n";
+  s += "# Data: scaling-SERIES.dat (columns: gpus speedup efficiency tokens_per_s\n";
+  s += "# tokens_per_s_std preset speedup_ci95 efficiency_ci95 tokens_per_s_per_gpu "
+       "per_gpu_ci95).\n";
+  s += "set xlabel \"GPUs\"\nset ylabel " + gnuplot_string(spec.ylabel) + "\n";
+  s += "set key top left\nset grid\n";
+  s += "set xtics (" + tics + ")\n";
+  s += fmt::format("set xrange [0.5:{}]\n", max_gpus + 0.5);
+  if (spec.column != 2) s += "set yrange [0:*]\n";
+  s += "set offsets 0, 0, graph 0.1, 0\n";
+  std::string plot = "plot ";
+  if (!spec.ideal.empty())
+    plot += spec.ideal + " with lines dashtype 2 linecolor rgb \"gray40\" title 'ideal'";
+  for (const auto& st : series) {
+    if (plot != "plot ") plot += ", \\\n     ";
+    plot += fmt::format(
+        "{} using 1:{}:{} with yerrorlines pointtype 7 linewidth 2 title {} noenhanced",
+        gnuplot_string(data_file_name(st)), spec.column, spec.err_column, gnuplot_string(st));
+  }
+  s += "set terminal pngcairo size 800,560 enhanced font \"sans,11\"\n";
+  s += "set output " + gnuplot_string(spec.name + ".png") + "\n" + plot + "\n";
+  s += "set terminal svg size 800,560 dynamic enhanced font \"sans,11\"\n";
+  s += "set output " + gnuplot_string(spec.name + ".svg") + "\nreplot\nunset output\n";
+  return s;
+}
+
+// plots/ is a directory of the sweep's own, or not there yet: a link would carry every plot
+// file somewhere else.
+void check_plots_dir(const fs::path& plots) {
+  std::error_code ec;
+  auto type = fs::symlink_status(plots, ec).type();
+  if (!ec && type != fs::file_type::not_found && type != fs::file_type::directory) {
+    throw UserError(plots.string(),
+                    type == fs::file_type::symlink ? "is a symbolic link, not a directory"
+                                                   : "is not a directory",
+                    "remove it; hpclaunch report makes the plots directory itself");
+  }
+}
+
+// The points that get a mark in the plots.
+std::vector<PointStats> measured_points(const std::vector<ResultRow>& rows) {
+  std::vector<PointStats> out;
+  for (const auto& p : summarise_points(rows))
+    if (p.mean && p.speedup) out.push_back(p);
+  return out;
+}
+
+// Every file a report writes into `dir` checked before the first is written (output_kind): a
+// FIFO, link or folder in the way (a shared sweep folder) stops it with nothing written. That
+// covers the PNG and SVG files gnuplot writes, which it would write through a link or block on
+// as a FIFO. plots/ itself must be a directory of the sweep's own, or not there yet: a link
+// would carry every plot file somewhere else.
+void check_report_outputs(const fs::path& dir, const std::vector<ResultRow>& rows) {
+  output_kind(dir / "summary.md");
+  const std::vector<PointStats> measured = measured_points(rows);
+  if (measured.empty()) return;
+  check_plots_dir(dir / "plots");
+  for (const auto& st : series_names(measured)) output_kind(dir / "plots" / data_file_name(st));
+  for (const auto& spec : plot_specs(1))
+    for (const char* ext : {".gp", ".png", ".svg"})
+      output_kind(dir / "plots" / (spec.name + std::string(ext)));
+}
+
+}  // namespace
 
 // A gnuplot string constant that is only text: single-quoted, where gnuplot expands no
 // backquoted command, no @macro and no backslash escape (a double-quoted one runs `...`); a
@@ -164,44 +261,6 @@ std::string gnuplot_string(const std::string& s) {
     if (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f) out += c;
   }
   return out + "'";
-}
-
-// A gnuplot script that plots `column` of each strategy's data file against GPUs, to NAME.png
-// and NAME.svg; `ideal` adds the dashed ideal line (an expression in x).
-std::string plot_script(const std::string& name, const std::string& ylabel, int column,
-                        const std::vector<std::string>& strategies, const std::string& ideal,
-                        const std::string& ideal_title, const std::vector<int>& gpus,
-                        const std::string& why) {
-  std::string tics;
-  for (int g : gpus) tics += (tics.empty() ? "" : ", ") + std::to_string(g);
-  int max_gpus = gpus.empty() ? 1 : gpus.back();
-  std::string s;
-  s += "# " + why + "\n";
-  s += "# Written by hpclaunch; re-render with `gnuplot " + name + ".gp` in this directory, or\n";
-  s += "# `hpclaunch report SWEEP_DIR` after editing results.csv.\n";
-  s += "# Data: scaling-STRATEGY.dat (columns: gpus speedup efficiency tokens_per_s "
-       "tokens_per_s_std).\n";
-  s += "set xlabel \"GPUs\"\nset ylabel " + gnuplot_string(ylabel) + "\n";
-  s += "set key top left\nset grid\n";
-  s += "set xtics (" + tics + ")\n";
-  s += fmt::format("set xrange [0.5:{}]\n", max_gpus + 0.5);
-  if (column == 3) s += "set yrange [0:*]\n";
-  s += "set offsets 0, 0, graph 0.1, 0\n";
-  std::string plot = "plot ";
-  if (!ideal.empty())
-    plot += ideal + " with lines dashtype 2 linecolor rgb \"gray40\" title " +
-            gnuplot_string(ideal_title) + " noenhanced";
-  for (const auto& st : strategies) {
-    if (plot != "plot ") plot += ", \\\n     ";
-    plot +=
-        fmt::format("{} using 1:{} with linespoints pointtype 7 linewidth 2 title {} noenhanced",
-                    gnuplot_string(data_file_name(st)), column, gnuplot_string(st));
-  }
-  s += "set terminal pngcairo size 800,560 enhanced font \"sans,11\"\n";
-  s += "set output " + gnuplot_string(name + ".png") + "\n" + plot + "\n";
-  s += "set terminal svg size 800,560 dynamic enhanced font \"sans,11\"\n";
-  s += "set output " + gnuplot_string(name + ".svg") + "\nreplot\nunset output\n";
-  return s;
 }
 
 // Text for summary.md: shown as written, never read as Markdown or HTML. Control characters
@@ -216,82 +275,6 @@ std::string markdown_text(const std::string& s) {
   }
   return out;
 }
-
-std::string summary_markdown(const std::vector<ResultRow>& rows, const std::string& title,
-                             bool with_plots) {
-  std::string md = "# " + markdown_text(title) + "\n\n";
-  md +=
-      "Steady-state training throughput per point (warm-up steps excluded; mean ± sample\n"
-      "standard deviation over the remaining steps). Speedup is against the measured point with\n"
-      "the fewest GPUs of the same strategy; efficiency = speedup / (GPUs / its GPUs).\n\n";
-  md +=
-      "| preset | strategy | nodes | GPUs | state | tokens/s | ± std | tokens/s per GPU | speedup "
-      "| efficiency | job |\n";
-  md += "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---|\n";
-  auto cell = [](const std::optional<double>& v, int d) {
-    return v ? fmt::format("{:.{}f}", *v, d) : std::string("–");
-  };
-  for (const auto& r : rows) {
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                      markdown_text(r.preset), markdown_text(r.strategy), r.nodes, r.gpus,
-                      markdown_text(r.state), cell(r.tokens_per_s, 1), cell(r.tokens_per_s_std, 1),
-                      cell(r.tokens_per_s_per_gpu(), 1),
-                      r.speedup ? fmt::format("{:.2f}x", *r.speedup) : "–",
-                      r.efficiency ? fmt::format("{:.0f}%", *r.efficiency * 100) : "–",
-                      r.job_id.empty() ? "–" : markdown_text(r.job_id));
-  }
-  std::string problems;
-  for (const auto& r : rows) {
-    if (r.tokens_per_s) continue;
-    problems += "- " + markdown_text(r.preset) + " / " + markdown_text(r.strategy) + ": " +
-                markdown_text(r.state);
-    if (!r.message.empty()) problems += " — " + markdown_text(r.message);
-    if (!r.log.empty()) problems += " (log: " + markdown_text(r.log) + ")";
-    problems += "\n";
-  }
-  if (!problems.empty()) md += "\n## Points without a measurement\n\n" + problems;
-  if (with_plots) {
-    md +=
-        "\n## Plots\n\n![speedup vs GPUs](plots/speedup.png)\n\n![efficiency vs "
-        "GPUs](plots/efficiency.png)\n\n"
-        "SVG versions, the gnuplot scripts (`*.gp`) and their data (`scaling-*.dat`) are in "
-        "`plots/`.\n";
-  }
-  return md;
-}
-
-// The rows that get a point in the plots.
-std::vector<ResultRow> measured_rows(const std::vector<ResultRow>& rows) {
-  std::vector<ResultRow> out;
-  for (const auto& r : rows)
-    if (r.tokens_per_s && r.speedup) out.push_back(r);
-  return out;
-}
-
-// Every file a report writes into `dir` checked before the first is written (output_kind): a
-// FIFO, link or folder in the way (a shared sweep folder) stops it with nothing written. That
-// covers the PNG and SVG files gnuplot writes, which it would write through a link or block on
-// as a FIFO. plots/ itself must be a directory of the sweep's own, or not there yet: a link
-// would carry every plot file somewhere else.
-void check_report_outputs(const fs::path& dir, const std::vector<ResultRow>& rows) {
-  output_kind(dir / "summary.md");
-  const std::vector<ResultRow> measured = measured_rows(rows);
-  if (measured.empty()) return;
-  const fs::path plots = dir / "plots";
-  std::error_code ec;
-  auto type = fs::symlink_status(plots, ec).type();
-  if (!ec && type != fs::file_type::not_found && type != fs::file_type::directory) {
-    throw UserError(plots.string(),
-                    type == fs::file_type::symlink ? "is a symbolic link, not a directory"
-                                                   : "is not a directory",
-                    "remove it; hpclaunch report makes the plots directory itself");
-  }
-  for (const auto& st : strategies_of(measured)) output_kind(plots / data_file_name(st));
-  for (const char* name : {"speedup", "efficiency"})
-    for (const char* ext : {".gp", ".png", ".svg"}) output_kind(plots / (name + std::string(ext)));
-}
-
-}  // namespace
 
 std::optional<double> ResultRow::tokens_per_s_per_gpu() const {
   if (!tokens_per_s || gpus <= 0) return std::nullopt;
@@ -347,19 +330,14 @@ std::optional<Throughput> steady_state(const std::vector<double>& v, int warmup)
 }
 
 void compute_scaling(std::vector<ResultRow>& rows) {
-  std::map<std::string, const ResultRow*> base;
-  for (const auto& r : rows) {
-    if (!r.tokens_per_s || *r.tokens_per_s <= 0 || r.gpus <= 0) continue;
-    auto it = base.find(r.strategy);
-    if (it == base.end() || r.gpus < it->second->gpus) base[r.strategy] = &r;
-  }
-  std::map<std::string, std::pair<double, int>> values;  // copy: rows is modified below
-  for (const auto& [st, r] : base) values[st] = {*r->tokens_per_s, r->gpus};
+  std::map<std::string, std::pair<double, int>> base;  // series -> (mean tokens/s, GPUs)
+  for (const auto& s : summarise_points(rows))
+    if (s.speedup && *s.speedup == 1.0 && !base.count(s.series)) base[s.series] = {*s.mean, s.gpus};
   for (auto& r : rows) {
     r.speedup.reset();
     r.efficiency.reset();
-    auto it = values.find(r.strategy);
-    if (!r.tokens_per_s || r.gpus <= 0 || it == values.end()) continue;
+    auto it = base.find(series_of(r));
+    if (!r.tokens_per_s || r.gpus <= 0 || it == base.end()) continue;
     auto [tps, gpus] = it->second;
     r.speedup = *r.tokens_per_s / tps;
     r.efficiency = *r.speedup / (static_cast<double>(r.gpus) / gpus);
@@ -385,7 +363,10 @@ std::string results_csv(const std::vector<ResultRow>& rows) {
                                   std::to_string(r.steps_used),
                                   r.run_dir,
                                   r.log,
-                                  r.message};
+                                  r.message,
+                                  point_name_of(r),
+                                  series_of(r),
+                                  std::to_string(r.repeat)};
     std::string line;
     for (size_t i = 0; i < f.size(); ++i) line += (i ? "," : "") + csv_field(f[i]);
     out += line + "\n";
@@ -429,6 +410,15 @@ std::vector<ResultRow> parse_results_csv(const std::string& text, const std::str
     r.strategy = get("strategy");
     check_name(r.preset, where + "preset");
     check_name(r.strategy, where + "strategy");
+    r.point = get("point");
+    r.series = get("series");
+    // A point or series name joins a preset and a strategy (and values): up to 2 x 128 + 1.
+    if (!r.point.empty()) check_name(r.point, where + "point", 257);
+    if (!r.series.empty()) check_name(r.series, where + "series", 257);
+    r.repeat = get("repeat").empty() ? 1 : integer("repeat");
+    if (r.repeat < 1)
+      throw UserError(where + "repeat", "\"" + get("repeat") + "\" is not a repeat number",
+                      "number the repeats of a point from 1");
     r.nodes = integer("nodes");
     r.gpus = integer("gpus");
     r.job_id = get("job_id");
@@ -448,79 +438,85 @@ std::vector<ResultRow> parse_results_csv(const std::string& text, const std::str
   return rows;
 }
 
+// Runs gnuplot on plots/NAME.gp; a problem is a line in `outcome`.
+static void render_gnuplot(const fs::path& plots, const std::string& name, ReportOutcome& outcome) {
+  const fs::path gp = plots / (name + ".gp");
+  if (!program_on_path("gnuplot")) {
+    outcome.problems.push_back("gnuplot is not installed: " + gp.string() +
+                               " was written but not rendered (Debian: apt install gnuplot-nox)");
+    return;
+  }
+  CommandOptions o;
+  o.cwd = plots.string();
+  o.timeout = std::chrono::seconds(60);
+  CommandResult res = run_command({"gnuplot", name + ".gp"}, o);
+  if (!res.ok()) {
+    outcome.problems.push_back(gp.string() + ": " + res.summary("gnuplot"));
+    return;
+  }
+  outcome.written.push_back((plots / (name + ".png")).string());
+  outcome.written.push_back((plots / (name + ".svg")).string());
+}
+
 ReportOutcome write_report(const fs::path& dir, const std::vector<ResultRow>& rows,
                            const std::string& title) {
   ReportOutcome outcome;
   check_report_outputs(dir, rows);
-  const std::vector<ResultRow> measured = measured_rows(rows);
-  const std::vector<std::string> strategies = strategies_of(measured);
+  const std::vector<PointStats> points = summarise_points(rows);
+  const std::vector<PointStats> measured = measured_points(rows);
   const fs::path plots = dir / "plots";
 
-  write_file_atomically(dir / "summary.md", summary_markdown(rows, title, !measured.empty()));
+  write_file_atomically(dir / "summary.md", summary_markdown(points, title, !measured.empty()));
   outcome.written.push_back((dir / "summary.md").string());
   if (measured.empty()) {
     outcome.problems.push_back("no point has a measurement; no plots were made");
     return outcome;
   }
-
   std::error_code ec;
   fs::create_directories(plots, ec);
   if (ec)
     throw UserError(plots.string(), "cannot create the directory: " + ec.message(),
                     "check the permissions");
   std::set<int> gpu_set;
-  for (const auto& r : measured) gpu_set.insert(r.gpus);
+  for (const auto& p : measured) gpu_set.insert(p.gpus);
   std::vector<int> gpus(gpu_set.begin(), gpu_set.end());
-  for (const auto& st : strategies) {
-    std::vector<ResultRow> series;
-    for (const auto& r : measured)
-      if (r.strategy == st) series.push_back(r);
-    std::stable_sort(series.begin(), series.end(),
-                     [](const ResultRow& a, const ResultRow& b) { return a.gpus < b.gpus; });
-    std::string dat =
-        "# " + st + ": gpus speedup efficiency tokens_per_s tokens_per_s_std preset\n";
-    for (const auto& r : series) {
-      dat += fmt::format("{} {:.6f} {:.6f} {:.3f} {:.3f} {}\n", r.gpus, *r.speedup, *r.efficiency,
-                         *r.tokens_per_s, r.tokens_per_s_std.value_or(0.0), r.preset);
+  const std::vector<std::string> series = series_names(measured);
+  for (const auto& st : series) {
+    std::vector<PointStats> line;
+    for (const auto& p : measured)
+      if (p.series == st) line.push_back(p);
+    std::stable_sort(line.begin(), line.end(),
+                     [](const PointStats& a, const PointStats& b) { return a.gpus < b.gpus; });
+    std::string dat = "# " + st +
+                      ": gpus speedup efficiency tokens_per_s tokens_per_s_std preset "
+                      "speedup_ci95 efficiency_ci95 tokens_per_s_per_gpu per_gpu_ci95\n";
+    for (const auto& p : line) {
+      dat += fmt::format("{} {:.6f} {:.6f} {:.3f} {:.3f} {} {:.6f} {:.6f} {:.3f} {:.3f}\n", p.gpus,
+                         *p.speedup, *p.efficiency, *p.mean, p.step_std.value_or(0.0), p.preset,
+                         p.speedup_ci95.value_or(0.0), p.efficiency_ci95.value_or(0.0),
+                         *p.per_gpu(), p.per_gpu_ci95().value_or(0.0));
     }
     fs::path file = plots / data_file_name(st);
     write_file_atomically(file, dat);
     outcome.written.push_back(file.string());
   }
   // The ideal line starts from the smallest GPU count measured (the usual baseline).
-  int base = gpus.front();
-  std::string speedup = plot_script(
-      "speedup", fmt::format("speedup vs {} GPU{}", base, base == 1 ? "" : "s"), 2, strategies,
-      fmt::format("x / {}.0", base), "ideal", gpus,
-      "Speedup vs GPUs, one series per strategy; the dashed line is ideal (linear) scaling.");
-  std::string efficiency =
-      plot_script("efficiency", "parallel efficiency", 3, strategies, "1", "ideal", gpus,
-                  "Parallel efficiency (speedup / GPU ratio) vs GPUs, one series per strategy.");
-  for (const auto& [name, text] :
-       {std::pair<std::string, std::string>{"speedup", speedup}, {"efficiency", efficiency}}) {
-    fs::path gp = plots / (name + ".gp");
-    write_file_atomically(gp, text);
+  for (const auto& spec : plot_specs(gpus.front())) {
+    fs::path gp = plots / (spec.name + ".gp");
+    write_file_atomically(gp, plot_script(spec, series, gpus));
     outcome.written.push_back(gp.string());
-    if (!program_on_path("gnuplot")) {
-      outcome.problems.push_back("gnuplot is not installed: " + gp.string() +
-                                 " was written but not rendered (Debian: apt install gnuplot-nox)");
-      continue;
-    }
-    CommandOptions o;
-    o.cwd = plots.string();
-    o.timeout = std::chrono::seconds(60);
-    CommandResult res = run_command({"gnuplot", name + ".gp"}, o);
-    if (!res.ok()) {
-      outcome.problems.push_back(gp.string() + ": " + res.summary("gnuplot"));
-      continue;
-    }
-    outcome.written.push_back((plots / (name + ".png")).string());
-    outcome.written.push_back((plots / (name + ".svg")).string());
+    render_gnuplot(plots, spec.name, outcome);
   }
   return outcome;
 }
 
-int report_sweep_dir(const fs::path& dir) {
+std::string point_name_of(const ResultRow& r) {
+  return r.point.empty() ? r.preset + "-" + r.strategy : r.point;
+}
+
+std::string series_of(const ResultRow& r) { return r.series.empty() ? r.strategy : r.series; }
+
+std::vector<ResultRow> read_results_dir(const fs::path& dir) {
   fs::path csv = dir / "results.csv";
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
@@ -529,10 +525,15 @@ int report_sweep_dir(const fs::path& dir) {
   if (!input_path_present(csv))
     throw UserError(csv.string(), "no results.csv here",
                     "run hpclaunch sweep --out " + dir.string() + " first");
-  auto rows =
-      parse_results_csv(read_input_file(csv, "results file", kMaxResultsFileBytes), csv.string());
+  return parse_results_csv(read_input_file(csv, "results file", kMaxResultsFileBytes),
+                           csv.string());
+}
+
+int report_sweep_dir(const fs::path& dir) {
+  auto rows = read_results_dir(dir);
   compute_scaling(rows);
-  StagedOutput csv_out(csv, results_csv(rows));  // checked and staged before anything is written
+  StagedOutput csv_out(dir / "results.csv",
+                       results_csv(rows));  // checked and staged before anything is written
   check_report_outputs(dir, rows);
   csv_out.commit();
   ReportOutcome out = write_report(dir, rows, "Scaling sweep " + dir.filename().string());

@@ -15,6 +15,9 @@ namespace hpc {
 // One point of a sweep: a (preset, strategy) pair and what came of its job.
 struct ResultRow {
   std::string preset, strategy;
+  std::string point;   // the point's name ("1n2g-ddp-micro_batch.8"); "" = PRESET-STRATEGY
+  std::string series;  // the rows compared in speedup; "" = the strategy
+  int repeat = 1;      // which run of the point (--repeats)
   int nodes = 0, gpus = 0;
   std::string job_id;
   std::string state;                   // Slurm's word (COMPLETED, FAILED, ...), START_TIMEOUT,
@@ -45,8 +48,8 @@ std::vector<double> tokens_per_s_from_metrics(const std::string& jsonl);
 // At least one step is always kept. Returns nullopt for no steps.
 std::optional<Throughput> steady_state(const std::vector<double>& tokens_per_s, int warmup = -1);
 
-// Fills speedup and efficiency: per strategy, relative to the measured point with the fewest
-// GPUs (ties: the first row). Rows without tokens/s get neither.
+// Fills speedup and efficiency: per series, relative to the mean over the repeats of the
+// measured point with the fewest GPUs (ties: the first point). Rows without tokens/s get neither.
 void compute_scaling(std::vector<ResultRow>& rows);
 
 // results.csv: a header line, then one RFC 4180 row per point.
@@ -69,5 +72,17 @@ ReportOutcome write_report(const std::filesystem::path& dir, const std::vector<R
 // `hpclaunch report DIR`: reads DIR/results.csv, recomputes speedup and efficiency, re-renders.
 // Returns the exit status (1 when a plot could not be made).
 int report_sweep_dir(const std::filesystem::path& dir);
+
+// The point and series of a row, filled in for rows read from an older results.csv.
+std::string point_name_of(const ResultRow& row);
+std::string series_of(const ResultRow& row);
+
+// Reads DIR/results.csv (checked as `report` checks it). Throws UserError.
+std::vector<ResultRow> read_results_dir(const std::filesystem::path& dir);
+
+// A gnuplot string constant that is only text (single-quoted; no command, macro or escape).
+std::string gnuplot_string(const std::string& s);
+// Text for summary.md: shown as written, never read as Markdown or HTML.
+std::string markdown_text(const std::string& s);
 
 }  // namespace hpc

@@ -8,6 +8,7 @@
 #include <climits>
 #include <csignal>
 #include <ctime>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
@@ -21,6 +22,7 @@
 #include "backends/host.h"
 #include "campaigns/plot.h"
 #include "campaigns/pool.h"
+#include "campaigns/sweep_axes.h"
 #include "cli/version.h"
 #include "error.h"
 #include "follow/follow.h"
@@ -28,6 +30,7 @@
 #include "json_file.h"
 #include "render/render.h"
 #include "render/shell.h"
+#include "sha256.h"
 #include "spec/catalog.h"
 #include "spec/spec.h"
 #include "spec/suggest.h"
@@ -37,6 +40,11 @@ using nlohmann::json;
 
 namespace hpc {
 namespace {
+
+// A point's run in sweep.json: its name and repeat ("1n2g-ddp#2").
+std::string point_key(const std::string& name, int repeat) {
+  return name + "#" + std::to_string(repeat);
+}
 
 // The series a sweep compares: their names in results.csv and the plots (hpctrain's strategies,
 // or the launch mode of a user's program) and the strategy each one asks the spec for.
@@ -48,18 +56,23 @@ struct SweepSeries {
 // One point and its job, as kept in sweep.json.
 struct Point {
   std::string preset, strategy;
+  std::string name;    // from its values: "1n2g-ddp", "1n2g-ddp-micro_batch.8"
+  std::string series;  // what it is compared with in speedup: the strategy and non-shape values
+  int repeat = 1;      // 1..repeats
   int nodes = 0, gpus = 0;
   PoolJob job;
   std::optional<Throughput> throughput;
 
-  std::string key() const { return preset + "/" + strategy; }
+  std::string key() const { return point_key(name, repeat); }
 };
 
 json point_json(const Point& p) {
   const PoolJob& j = p.job;
-  return {{"preset", p.preset},   {"strategy", p.strategy},  {"nodes", p.nodes}, {"gpus", p.gpus},
-          {"job_id", j.job_id},   {"run_dir", j.run_dir},    {"log", j.log},     {"state", j.state},
-          {"message", j.message}, {"spec_hash", j.spec_hash}};
+  return {
+      {"point", p.name},         {"series", p.series}, {"repeat", p.repeat}, {"preset", p.preset},
+      {"strategy", p.strategy},  {"nodes", p.nodes},   {"gpus", p.gpus},     {"job_id", j.job_id},
+      {"run_dir", j.run_dir},    {"log", j.log},       {"state", j.state},   {"message", j.message},
+      {"spec_hash", j.spec_hash}};
 }
 
 std::string str_at(const json& j, const char* key) {
@@ -145,12 +158,12 @@ class SweepTable {
     }
     if (drawn_ > 0) err_ << "\033[" << drawn_ << "A";
     err_ << "\r\033[K"
-         << fmt::format("{:<8} {:<8} {:>4}  {:<14} {:<10} {:>9} {:>12}", "PRESET", "STRATEGY",
-                        "GPUS", "STATE", "JOB", "ELAPSED", "TOKENS/S")
+         << fmt::format("{:<24} {:>3} {:>4}  {:<14} {:<10} {:>9} {:>12}", "POINT", "RUN", "GPUS",
+                        "STATE", "JOB", "ELAPSED", "TOKENS/S")
          << "\n";
     for (const auto& p : points) {
       err_ << "\r\033[K"
-           << fmt::format("{:<8} {:<8} {:>4}  {:<14} {:<10} {:>9} {:>12}", p.preset, p.strategy,
+           << fmt::format("{:<24} {:>3} {:>4}  {:<14} {:<10} {:>9} {:>12}", p.name, p.repeat,
                           p.gpus, p.job.state, p.job.job_id.empty() ? "-" : p.job.job_id,
                           p.job.elapsed < 0 ? "-" : format_duration(p.job.elapsed),
                           p.throughput ? fmt::format("{:.1f}", p.throughput->mean) : "-")
@@ -162,8 +175,8 @@ class SweepTable {
 
  private:
   static std::string describe(const Point& p) {
-    std::string s = p.key() + " (" + std::to_string(p.gpus) +
-                    (p.gpus == 1 ? " GPU): " : " GPUs): ") + p.job.state;
+    std::string s = p.name + (p.repeat > 1 ? " repeat " + std::to_string(p.repeat) : "") + " (" +
+                    std::to_string(p.gpus) + (p.gpus == 1 ? " GPU): " : " GPUs): ") + p.job.state;
     if (!p.job.job_id.empty()) s += ", job " + p.job.job_id;
     if (p.throughput) s += fmt::format(", {:.1f} tokens/s", p.throughput->mean);
     if (!p.job.message.empty()) s += " - " + comment_text(p.job.message);
@@ -240,6 +253,9 @@ ResultRow row_of(const Point& p) {
   ResultRow r;
   r.preset = p.preset;
   r.strategy = p.strategy;
+  r.point = p.name;
+  r.series = p.series;
+  r.repeat = p.repeat;
   r.nodes = p.nodes;
   r.gpus = p.gpus;
   r.job_id = p.job.job_id;
@@ -277,6 +293,8 @@ SpecRequest point_request(const SweepConfig& config, const std::string& preset,
 SweepSeries sweep_series(const SweepConfig& config, const Catalog& catalog) {
   SpecRequest r = point_request(config, config.presets.front(), "", config.sets);
   r.trainer_args = config.trainer_args;
+  for (const auto& axis : config.axes.axes)
+    if (axis.key == "launch") r.launch = axis.values.front();  // srun or torchrun
   const std::string mode = resolve_spec(catalog, r).launch;
   if (mode == "hpctrain") {
     if (config.strategies.empty()) {
@@ -307,12 +325,75 @@ std::string sweep_name_of(const std::string& out_dir) {
   return name.empty() || name == "." ? "sweep" : name;
 }
 
+// One point before its spec: its preset, series, axis values and name.
+struct PointPlan {
+  std::string preset, label, strategy;  // label: the strategy, or the launch mode of a program
+  AxisValues values;
+  AxisEffect effect;
+  std::string name, series;
+  std::string shape_key() const {  // the points of one shape share their world size
+    std::string k = preset;
+    for (const auto& s : effect.sets)
+      if (s.rfind("shape.", 0) == 0) k += "\n" + s;
+    return k;
+  }
+};
+
+// Every point of the sweep, named by its values: series x axis combinations x presets.
+std::vector<PointPlan> plan_points(const SweepConfig& config, const SweepSeries& series) {
+  std::vector<PointPlan> plans;
+  const std::vector<AxisValues> combos = expand_axes(config.axes);
+  std::set<std::string> names;
+  for (size_t i = 0; i < series.labels.size(); ++i) {
+    for (const auto& combo : combos) {
+      for (const auto& preset : config.presets) {
+        PointPlan p;
+        p.preset = preset;
+        p.values = combo;
+        p.effect = axis_effect(combo);
+        p.label = p.effect.launch.empty() ? series.labels[i] : p.effect.launch;
+        p.strategy = series.strategies[i];
+        p.name = preset + "-" + p.label;
+        p.series = p.label;
+        for (const auto& [key, value] : combo) {
+          std::string word = "-" + axis_short_name(key) + "." + safe_value_word(value);
+          p.name += word;
+          if (key.rfind("shape.", 0) != 0 && key != "launch") p.series += word;
+        }
+        // Within a file name's 255 bytes (NAME.sbatch, the job's run directory), still distinct.
+        if (p.name.size() > 200)
+          p.name = p.name.substr(0, 190) + "_" + sha256_hex(p.name).substr(0, 8);
+        if (p.series.size() > 200)
+          p.series = p.series.substr(0, 190) + "_" + sha256_hex(p.series).substr(0, 8);
+        if (!names.insert(p.name).second)
+          throw UserError("axes", "two points are both named " + p.name,
+                          "give the axes keys whose last words differ");
+        plans.push_back(std::move(p));
+      }
+    }
+  }
+  return plans;
+}
+
+// The spec request of a planned point, with its axis values on top of the sweep's settings.
+SpecRequest plan_request(const SweepConfig& config, const PointPlan& p, const std::string& job) {
+  std::vector<std::string> sets;
+  if (!job.empty()) sets.push_back("job.name=" + job);
+  sets.insert(sets.end(), config.sets.begin(), config.sets.end());
+  sets.insert(sets.end(), p.effect.sets.begin(), p.effect.sets.end());
+  SpecRequest r = point_request(config, p.preset, p.strategy, std::move(sets));
+  if (!p.effect.launch.empty()) r.launch = p.effect.launch;
+  r.trainer_args = with_program_args(config.trainer_args, p.effect.args);
+  return r;
+}
+
 // Every point resolved and rendered: a bad one stops the sweep before anything is submitted.
 // The trainer's arguments of a point depend on the smallest and largest world of the sweep.
+// Points come round-robin: every point's first run, then every point's second, ...
 std::vector<Point> sweep_points(const SweepConfig& config, const Catalog& catalog,
                                 const SweepSeries& series, const std::string& backend_kind,
                                 const std::string& sweep_name,
-                                const std::vector<std::string>& command) {
+                                const std::vector<std::string>& command, int repeats) {
   std::vector<std::string> shapes = catalog.names(PresetKind::Shape);
   for (const auto& p : config.presets) {
     if (!catalog.has(PresetKind::Shape, p)) {
@@ -320,15 +401,14 @@ std::vector<Point> sweep_points(const SweepConfig& config, const Catalog& catalo
                       suggest_fix(p, shapes, "presets"));
     }
   }
-  std::map<std::string, Shape> shape_of;
+  const std::vector<PointPlan> plans = plan_points(config, series);
+  std::map<std::string, int> world_of;  // by shape_key
   int smallest = 0, largest = 0;
-  for (const auto& p : config.presets) {
-    SpecRequest r = point_request(config, p, series.strategies.front(), config.sets);
-    r.trainer_args = config.trainer_args;
-    Spec s = resolve_spec(catalog, r);
+  for (const auto& p : plans) {
+    if (world_of.count(p.shape_key())) continue;
+    Spec s = resolve_spec(catalog, plan_request(config, p, ""));
     check_backend_fits(backend_kind, s, "--presets");
-    shape_of[p] = s.shape;
-    int w = s.world_size();
+    int w = world_of[p.shape_key()] = s.world_size();
     smallest = smallest == 0 ? w : std::min(smallest, w);
     largest = std::max(largest, w);
   }
@@ -337,19 +417,21 @@ std::vector<Point> sweep_points(const SweepConfig& config, const Catalog& catalo
   ScriptTemplate script_template = ScriptTemplate::from_file(tmpl);
 
   std::vector<Point> points;
-  for (size_t i = 0; i < series.labels.size(); ++i) {
-    for (const auto& preset : config.presets) {
+  for (int repeat = 1; repeat <= repeats; ++repeat) {
+    for (const auto& plan : plans) {
       Point p;
-      p.preset = preset;
-      p.strategy = series.labels[i];
-      std::vector<std::string> sets = {"job.name=" + sweep_name + "-" + preset + "-" + p.strategy};
-      sets.insert(sets.end(), config.sets.begin(), config.sets.end());
-      SpecRequest r = point_request(config, preset, series.strategies[i], std::move(sets));
-      int world = shape_of[preset].nodes * shape_of[preset].gpus_per_node;
+      p.preset = plan.preset;
+      p.strategy = plan.label;
+      p.name = plan.name;
+      p.series = plan.series;
+      p.repeat = repeat;
+      std::string job = sweep_name + "-" + plan.name;
+      if (repeats > 1) job += "-r" + std::to_string(repeat);
+      SpecRequest r = plan_request(config, plan, job);
       // hpctrain's --max-steps and --total-batch-tokens; a user's program gets its own words.
-      r.trainer_args = series.hpctrain ? point_trainer_args(config.trainer_args, config.scaling,
-                                                            config.steps, world, smallest, largest)
-                                       : config.trainer_args;
+      if (series.hpctrain)
+        r.trainer_args = point_trainer_args(*r.trainer_args, config.scaling, config.steps,
+                                            world_of[plan.shape_key()], smallest, largest);
       p.job.key = p.key();
       p.job.spec = resolve_spec(catalog, r);
       p.nodes = p.job.spec.shape.nodes;
@@ -361,7 +443,7 @@ std::vector<Point> sweep_points(const SweepConfig& config, const Catalog& catalo
   return points;
 }
 
-// The points of an earlier run of the sweep (sweep.json), by "preset/strategy".
+// The points of an earlier run of the sweep (sweep.json), by "NAME#REPEAT".
 std::map<std::string, json> read_previous_points(const fs::path& state_file) {
   std::map<std::string, json> previous;
   if (!input_path_present(state_file)) return previous;
@@ -380,7 +462,12 @@ std::map<std::string, json> read_previous_points(const fs::path& state_file) {
                       "\"" + comment_text(job) + "\" is not a job id (a number from 1 up)",
                       "fix it, or remove the file to start the sweep afresh");
     }
-    previous[str_at(e, "preset") + "/" + str_at(e, "strategy")] = e;
+    // Written before points had names: PRESET-STRATEGY, one repeat.
+    std::string name = str_at(e, "point");
+    if (name.empty()) name = str_at(e, "preset") + "-" + str_at(e, "strategy");
+    int repeat =
+        e.contains("repeat") && e["repeat"].is_number_integer() ? e["repeat"].get<int>() : 1;
+    previous[point_key(name, repeat)] = e;
   }
   return previous;
 }
@@ -421,117 +508,38 @@ void adopt_previous_points(std::vector<Point>& points, const std::map<std::strin
   }
 }
 
-// "metric": {"regex": "tokens/s: ([0-9.]+)"}: the figure a user's program prints.
-LogMetric read_metric(const std::string& file, const json& v) {
-  const std::string fix = "write \"metric\": {\"regex\": \"tokens/s: ([0-9.]+)\"}";
-  if (!v.is_object())
-    throw UserError(file + ": metric", "expected an object, found " + v.dump(), fix);
-  for (const auto& [key, value] : v.items()) {
-    if (key != "regex")
-      throw UserError(file + ": metric." + key, "unknown key", suggest_fix(key, {"regex"}, "keys"));
+// --dry-run: every point's script as OUT/scripts/NAME.sbatch, nothing submitted. The folder is
+// written beside and renamed into place, so it holds one sweep's scripts, whole.
+int write_dry_run(const std::string& out_dir, const std::vector<Point>& points) {
+  fs::path dir = out_dir, scripts = dir / "scripts", staging = dir / ".scripts.tmp";
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw UserError(out_dir, "is not a directory", "choose another --out");
+  if (fs::exists(scripts, ec) && (fs::is_symlink(scripts) || !fs::is_directory(scripts)))
+    throw UserError(scripts.string(), "is not a directory of the sweep's own",
+                    "remove it; --dry-run writes the folder itself");
+  fs::create_directories(dir, ec);
+  fs::remove_all(staging, ec);
+  fs::create_directory(staging, ec);
+  if (ec) throw UserError(staging.string(), "cannot create: " + ec.message(), "check the path");
+  for (const auto& p : points) {
+    std::ofstream out(staging / (p.name + ".sbatch"), std::ios::binary);
+    out << p.job.script;
+    if (!out.flush())
+      throw UserError((staging / (p.name + ".sbatch")).string(), "cannot write",
+                      "check the disk space and permissions");
   }
-  if (!v.contains("regex")) throw UserError(file + ": metric", "no \"regex\"", fix);
-  if (!v["regex"].is_string())
-    throw UserError(file + ": metric.regex", "expected a string, found " + v["regex"].dump(),
-                    "quote the regular expression");
-  return make_log_metric(v["regex"].get<std::string>(), file + ": metric.regex");
+  fs::remove_all(scripts, ec);
+  fs::rename(staging, scripts, ec);
+  if (ec)
+    throw UserError(scripts.string(), "cannot rename into place: " + ec.message(),
+                    "check the permissions of the sweep directory");
+  std::cout << points.size() << " point" << (points.size() == 1 ? "" : "s") << " rendered into "
+            << scripts.string() << "/ (nothing submitted)\n";
+  return 0;
 }
 
 }  // namespace
-
-std::vector<std::string> split_comma_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    out.push_back(item);
-  }
-  return out;
-}
-
-SweepConfig read_sweep_file(const fs::path& path, SweepConfig c) {
-  json j = read_json_file(path);
-  std::string file = path.string();
-  if (!j.is_object())
-    throw UserError(file, "expected a JSON object", "see examples/sweeps/ and docs/sweeps.md");
-  static const std::vector<std::string> keys = {
-      "presets",        "strategies",   "scaling",       "steps",  "cluster",
-      "max_concurrent", "warmup_steps", "start_timeout", "out",    "set",
-      "trainer_args",   "project",      "template",      "metric", "launch"};
-  auto strings = [&](const std::string& key, const json& v) {
-    if (v.is_string()) return split_comma_list(v.get<std::string>());
-    if (!v.is_array())
-      throw UserError(file + ": " + key, "expected a list of strings", "write [\"a\", \"b\"]");
-    std::vector<std::string> out;
-    for (const auto& e : v) {
-      if (!e.is_string())
-        throw UserError(file + ": " + key, "expected a list of strings, found " + e.dump(),
-                        "quote every item");
-      out.push_back(e.get<std::string>());
-    }
-    return out;
-  };
-  auto string = [&](const std::string& key, const json& v) {
-    if (!v.is_string())
-      throw UserError(file + ": " + key, "expected a string, found " + v.dump(), "quote the value");
-    return v.get<std::string>();
-  };
-  // Whole numbers that fit an int: 2^64-1 is not read as -1, nor 2^32+1 as 1.
-  auto integer = [&](const std::string& key, const json& v) {
-    if (!v.is_number_integer())
-      throw UserError(file + ": " + key, "expected an integer, found " + v.dump(),
-                      "write a whole number");
-    const bool fits = v.is_number_unsigned()
-                          ? v.get<unsigned long long>() <= INT_MAX
-                          : v.get<long long>() >= INT_MIN && v.get<long long>() <= INT_MAX;
-    if (!fits)
-      throw UserError(file + ": " + key, v.dump() + " is out of range", "write a smaller number");
-    return v.get<int>();
-  };
-  for (const auto& [key, v] : j.items()) {
-    if (key == "presets")
-      c.presets = strings(key, v);
-    else if (key == "strategies")
-      c.strategies = strings(key, v);
-    else if (key == "scaling")
-      c.scaling = string(key, v);
-    else if (key == "steps") {
-      c.steps = integer(key, v);
-      if (c.steps < 1)
-        throw UserError(file + ": steps", "must be at least 1 (0 would lift the step limit)",
-                        "remove \"steps\" to keep the trainer's own --max-steps");
-    } else if (key == "cluster")
-      c.cluster = string(key, v);
-    else if (key == "max_concurrent")
-      c.max_concurrent = static_cast<int>(integer(key, v));
-    else if (key == "warmup_steps")
-      c.warmup_steps = static_cast<int>(integer(key, v));
-    else if (key == "start_timeout")
-      c.start_timeout_s = integer(key, v);
-    else if (key == "out")
-      c.out_dir = string(key, v);
-    else if (key == "set")
-      c.sets = strings(key, v);
-    else if (key == "trainer_args") {
-      if (!v.is_array())
-        throw UserError(file + ": " + key, "expected a list of strings",
-                        "write [\"--model\", \"tiny\"]");
-      c.trainer_args = strings(key, v);
-    } else if (key == "project")
-      c.project = string(key, v);
-    else if (key == "template")
-      c.template_file = string(key, v);
-    else if (key == "metric")
-      c.metric = read_metric(file, v);
-    else if (key == "launch")
-      c.launch = string(key, v);
-    else
-      throw UserError(file + ": " + key, "unknown key", suggest_fix(key, keys, "keys"));
-  }
-  return c;
-}
 
 std::vector<std::string> point_trainer_args(const std::vector<std::string>& args,
                                             const std::string& scaling, long steps, int world,
@@ -567,8 +575,9 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
   const std::string out_dir = sweep_out_dir(config, series);
   const std::string sweep_name = sweep_name_of(out_dir);
   const std::string backend_kind = given_backend ? given_backend->kind() : choice.kind;
-  std::vector<Point> points =
-      sweep_points(config, catalog, series, backend_kind, sweep_name, command);
+  std::vector<Point> points = sweep_points(config, catalog, series, backend_kind, sweep_name,
+                                           command, config.dry_run ? 1 : config.repeats);
+  if (config.dry_run) return write_dry_run(out_dir, points);
 
   // The sweep directory and its state: points already finished are kept, not resubmitted.
   fs::path dir = out_dir;
@@ -598,6 +607,7 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
               {"scaling", config.scaling},
               {"presets", config.presets},
               {"strategies", series.labels},
+              {"repeats", config.repeats},
               {"command", command},
               {"updated_at", utc_now_iso8601()},
               {"points", json::array()}};
@@ -655,7 +665,10 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
     if (r.tokens_per_s) continue;
     ++failed;
     if (interrupted && r.state != "COMPLETED") continue;
-    std::cerr << "hpclaunch: sweep point " << r.preset << "/" << r.strategy << ": " << r.state
+    const std::string name = point_name_of(r);
+    std::cerr << "hpclaunch: sweep point " << r.preset << "/" << r.strategy
+              << (name != r.preset + "-" + r.strategy ? " (" + name + ")" : "")
+              << (r.repeat > 1 ? " repeat " + std::to_string(r.repeat) : "") << ": " << r.state
               << (r.message.empty() ? "" : " - " + comment_text(r.message))
               << (r.log.empty() ? "" : " (log " + r.log + ")") << "\n";
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "campaigns/log_metric.h"
+#include "campaigns/sweep_axes.h"
 #include "follow/jobs.h"
 
 namespace hpc {
@@ -36,6 +37,14 @@ struct SweepConfig {
   std::optional<LogMetric> metric;
   std::string project, template_file;
   bool no_project = false;
+  // More axes than presets x strategies (docs/sweeps.md#axes): crossed with presets and
+  // strategies, and with each other as a grid or zipped.
+  SweepAxes axes;
+  // Each point runs this many times, round-robin (every point once, then every point again), so
+  // that drift on the machine reaches all points alike.
+  int repeats = 1;
+  // Render every point's script into OUT/scripts/NAME.sbatch; submit nothing.
+  bool dry_run = false;
 };
 
 // "1n1g, 1n2g" -> {"1n1g", "1n2g"} (spaces around items dropped; "" -> {}).

@@ -1,6 +1,7 @@
 // sweep, tune and report: many jobs through the job pool (campaigns/).
 #include <CLI/CLI.hpp>
 
+#include "campaigns/compare.h"
 #include "campaigns/plot.h"
 #include "campaigns/sweep.h"
 #include "campaigns/tune.h"
@@ -19,7 +20,7 @@ struct SweepFlags {
   BackendFlags backend;
   CLI::Option *presets_opt, *strategies_opt, *scaling, *steps, *cluster, *max_concurrent,
       *warmup_steps, *start_timeout, *out_dir, *project, *template_file, *poll, *metric_opt,
-      *launch;
+      *launch, *repeats;
 
   SweepConfig config(const Invocation& in) const {
     SweepConfig c;
@@ -45,6 +46,13 @@ struct SweepFlags {
     if (template_file->count()) c.template_file = given.template_file;
     if (poll->count()) c.poll_interval_s = given.poll_interval_s;
     if (launch->count()) c.launch = given.launch;
+    if (repeats->count()) {
+      if (given.repeats < 1)
+        throw UserError("--repeats", "must be at least 1",
+                        "pass --repeats 3 to run each point 3 times");
+      c.repeats = given.repeats;
+    }
+    c.dry_run = given.dry_run;
     if (metric_opt->count()) c.metric = make_log_metric(metric_regex, "--metric-regex");
     if (in.trainer_args) {
       c.trainer_args.insert(c.trainer_args.end(), in.trainer_args->begin(), in.trainer_args->end());
@@ -93,6 +101,11 @@ VerbHandler define_sweep(CLI::App* verb) {
       "--metric-regex", f->metric_regex,
       "measure your program's own figure: the last line of rank 0 in each job's log that this "
       "regex matches, group 1 (e.g. 'tokens/s: ([0-9.]+)'), instead of hpctrain's metrics");
+  f->repeats = verb->add_option(
+      "--repeats", g.repeats,
+      "run each point N times, round-robin; the summary shows the mean and its 95% interval");
+  verb->add_flag("--dry-run", g.dry_run,
+                 "render every point's script into OUT/scripts/NAME.sbatch; submit nothing");
   f->backend.add_to(verb, true);
   verb->footer(
       "Example: hpclaunch sweep --presets 1n1g,1n2g --strategy ddp --local --steps 20 -- "
@@ -145,9 +158,34 @@ VerbHandler define_tune(CLI::App* verb) {
 }
 
 VerbHandler define_report(CLI::App* verb) {
-  auto dir = std::make_shared<std::string>();
-  verb->add_option("DIR", *dir, "the sweep directory")->required();
-  return [dir](const Invocation&) { return report_sweep_dir(*dir); };
+  struct Flags {
+    std::string dir, out;
+    std::vector<std::string> compare;
+  };
+  auto f = std::make_shared<Flags>();
+  verb->add_option("DIR", f->dir, "the sweep directory to re-render");
+  verb->add_option("--compare", f->compare,
+                   "two sweep directories A B: side by side, with the ratio B/A per point")
+      ->expected(2);
+  verb->add_option("--out,-o", f->out,
+                   "with --compare: where the table and plot go (default compare-A-vs-B)");
+  verb->footer(
+      "Examples: hpclaunch report sweeps/local-tiny\n"
+      "          hpclaunch report --compare sweeps/before sweeps/after");
+  return [f](const Invocation&) {
+    if (!f->compare.empty()) {
+      if (!f->dir.empty())
+        throw UserError("report", "both DIR and --compare given",
+                        "pass either a sweep directory or --compare DIR_A DIR_B");
+      return report_compare(f->compare[0], f->compare[1], f->out);
+    }
+    if (f->dir.empty())
+      throw UserError("report", "no sweep directory",
+                      "pass the --out directory of hpclaunch sweep, or --compare DIR_A DIR_B");
+    if (!f->out.empty())
+      throw UserError("--out", "only with --compare", "hpclaunch report DIR writes into DIR");
+    return report_sweep_dir(f->dir);
+  };
 }
 
 }  // namespace hpc

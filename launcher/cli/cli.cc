@@ -93,8 +93,8 @@ const Verb kVerbs[] = {
      "one all-reduce benchmark job per candidate set of NCCL variables; writes the winner as "
      "a cluster profile NAME-tuned; arguments after -- go to hpctrain bench-allreduce",
      true, define_tune},
-    {"report", "re-render a sweep's summary.md and plots from its results.csv", false,
-     define_report},
+    {"report", "re-render a sweep's summary.md and plots; --compare A B: two sweeps side by side",
+     false, define_report},
 };
 
 // The sections of `hpclaunch --help-man` after the commands (the rest comes from the App).

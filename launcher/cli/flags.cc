@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 
+#include "byte_size.h"
 #include "cli/version.h"
 #include "error.h"
 #include "render/render.h"
@@ -120,6 +121,15 @@ void BackendFlags::add_to(CLI::App* app, bool submitting) {
                   "trust and record an unknown SSH host key (a changed key is always refused)");
     app->add_option("--remote-runs-dir", remote_runs_dir,
                     "ssh: run directories on the login node (default ~/hpclaunch-runs)");
+    app->add_flag("--sync", sync,
+                  "ssh: upload the working directory (git ls-files -co --exclude-standard) to "
+                  "the login node, content-addressed, and run the job in that copy");
+    app->add_option("--sync-list", sync_list,
+                    "with --sync: a file naming the files to upload, one path a line");
+    app->add_option("--sync-max-size", sync_max_size,
+                    "with --sync: larger files are skipped, one line each (default 10M)");
+    app->add_option("--sync-store", sync_store,
+                    "with --sync: the store on the login node (default ~/.cache/hpclaunch/sync)");
   }
   app->add_option("--ssh-config", ssh_config, "SSH config file (default ~/.ssh/config)");
   app->add_option("--known-hosts", known_hosts, "known_hosts file (default ~/.ssh/known_hosts)");
@@ -137,6 +147,15 @@ BackendChoice BackendFlags::choice() const {
   c.accept_new_host_key = accept_new_host_key;
   c.runs_dir = runs_dir;
   c.remote_runs_dir = remote_runs_dir;
+  c.sync = sync || !sync_list.empty();
+  c.sync_list = sync_list;
+  if (!sync_store.empty()) c.sync_store = sync_store;
+  if (!sync_max_size.empty())
+    c.sync_max_file_size = parse_byte_size("--sync-max-size", sync_max_size);
+  if (c.sync && c.kind != "ssh")
+    throw UserError("--sync", "code sync uploads to a login node over SSH",
+                    "add --host LOGIN_NODE, or drop --sync (the slurm and local backends run "
+                    "in this directory)");
   return c;
 }
 

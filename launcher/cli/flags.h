@@ -41,7 +41,8 @@ struct SelectionFlags {
 struct BackendFlags {
   std::string backend, host, ssh_config, known_hosts, runs_dir = "runs",
                                                       remote_runs_dir = "~/hpclaunch-runs";
-  bool local = false, accept_new_host_key = false;
+  bool local = false, accept_new_host_key = false, sync = false;
+  std::string sync_list, sync_max_size, sync_store;
 
   void add_to(CLI::App* app, bool submitting);
   BackendChoice choice() const;

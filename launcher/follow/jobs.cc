@@ -4,10 +4,13 @@
 
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <optional>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "backends/code_sync.h"
 #include "backends/host.h"
 #include "backends/local_backend.h"
 #include "backends/preflight.h"
@@ -137,6 +140,29 @@ void preflight_before_submit(Backend& backend, const Spec& spec) {
                   first.fix + "; or skip the check with --no-preflight");
 }
 
+// --sync: the working directory uploaded once per process and login node (a sweep's points
+// share it); one line says what was sent and what was left out.
+SyncResult sync_once(Backend& backend, const BackendChoice& choice) {
+  static std::map<std::string, SyncResult> done;
+  auto* slurm = dynamic_cast<SlurmBackend*>(&backend);
+  if (!slurm) throw UserError("--sync", "this backend has no login node", "use --host");
+  auto it = done.find(backend.host());
+  if (it != done.end()) return it->second;
+  SyncOptions o;
+  o.list_file = choice.sync_list;
+  o.max_file_size = choice.sync_max_file_size;
+  o.store = choice.sync_store;
+  SyncResult r = sync_code_tree(slurm->host_ref(), o);
+  for (const auto& line : r.skipped) std::cerr << "hpclaunch: sync: skipped " << line << "\n";
+  std::cerr << "hpclaunch: sync: tree " << r.tree_hash.substr(0, 12) << " (" << r.files.size()
+            << " files): uploaded " << r.uploaded << " file" << (r.uploaded == 1 ? "" : "s") << " ("
+            << r.uploaded_bytes << " bytes)"
+            << (r.tree_existed ? "; the tree was there already" : "") << "; the job runs in "
+            << r.tree_dir << "\n";
+  done[backend.host()] = r;
+  return r;
+}
+
 }  // namespace
 
 RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& script,
@@ -160,6 +186,11 @@ RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& scri
   check_env_from_submit(spec);  // names only below: the values stay in this environment
   request.env_from_submit = spec.job.env_from_submit;
   request.array_tasks = spec.job.array_indexes.indexes;
+  std::optional<SyncResult> synced;
+  if (remote && choice.sync) {
+    synced = sync_once(backend, choice);
+    request.workdir = synced->tree_dir;  // the job runs in the uploaded copy
+  }
 
   SubmitResult submitted = backend.submit(request);
 
@@ -186,6 +217,11 @@ RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& scri
   record.max_requeues = spec.job.signal_seconds > 0 ? spec.job.max_requeues : 0;
   record.generator_command = shell_join(command);
   record.array = spec.job.array;
+  if (synced) {
+    record.code_tree = synced->tree_hash;
+    record.code_dir = synced->tree_dir;
+    record.git_revision = synced->git_revision;
+  }
   if (remote) {
     // A local copy of the record, so that status/logs/cancel find the job from here.
     record.local_dir =

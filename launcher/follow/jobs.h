@@ -1,6 +1,8 @@
 // The job verbs: run (render + submit + follow), submit, status, logs, cancel, list.
 #pragma once
 
+#include <cstdint>
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +25,12 @@ struct BackendChoice {
   bool accept_new_host_key = false;
   std::string runs_dir = "runs";  // run records on this machine (and the run dirs, but for ssh)
   std::string remote_runs_dir = "~/hpclaunch-runs";  // ssh: run directories on the login node
+  // ssh: upload the working directory first and run the job in that copy
+  // (backends/code_sync.h, docs/backends.md#code-sync).
+  bool sync = false;
+  std::string sync_list;  // a file naming the files; "" = git's list
+  int64_t sync_max_file_size = 10 << 20;
+  std::string sync_store = "~/.cache/hpclaunch/sync";
 };
 
 std::unique_ptr<Backend> make_backend(const BackendChoice& choice);

@@ -36,6 +36,11 @@ json RunRecord::to_json() const {
          {"max_requeues", max_requeues},
          {"generator_command", generator_command}};
   if (!array.empty()) j["array"] = array;
+  if (!code_tree.empty()) {
+    j["code_tree"] = code_tree;
+    j["code_dir"] = code_dir;
+    j["git_revision"] = git_revision;
+  }
   return j;
 }
 
@@ -68,6 +73,9 @@ RunRecord RunRecord::from_json(const json& j) {
                        : -1;  // records older than the field
   r.generator_command = s("generator_command");
   r.array = s("array");
+  r.code_tree = s("code_tree");
+  r.code_dir = s("code_dir");
+  r.git_revision = s("git_revision");
   return r;
 }
 

@@ -31,6 +31,9 @@ struct RunRecord {
   long max_steps = 0;     // from the trainer's --max-steps, 0 if unknown
   int max_requeues = -1;  // job.max_requeues (0 without job.signal_seconds), -1 if unknown
   std::string generator_command;
+  std::string code_tree;     // --sync: the uploaded tree's hash
+  std::string code_dir;      // --sync: where the job ran (on the login node)
+  std::string git_revision;  // --sync: HEAD of the uploaded work tree, "+dirty" if changed
   std::string array;  // a job array's indexes ("0-9%2"); its tasks' run directories: run_dir_N
 
   nlohmann::json to_json() const;

@@ -427,12 +427,13 @@ ScriptTemplate ScriptTemplate::from_text(std::string text, std::string origin) {
   ScriptTemplate t;
   t.text_ = std::move(text);
   t.origin_ = std::move(origin);
+  t.compiled_ = std::make_shared<mustache>(marked);
+  t.compiled_->set_custom_escape([](const std::string& s) { return shell_quote(s); });
   return t;
 }
 
 std::string ScriptTemplate::render(const Spec& spec, const RenderContext& context) const {
-  mustache tmpl(mark_standalone_closing_tags(text_));
-  tmpl.set_custom_escape([](const std::string& s) { return shell_quote(s); });
+  mustache& tmpl = *compiled_;
   std::string out = remove_dropped_lines(tmpl.render(template_data(spec, context)));
   if (!tmpl.is_valid()) {
     throw UserError(origin_, "template failed to render: " + tmpl.error_message(),

@@ -7,10 +7,16 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "spec/spec.h"
+
+namespace kainjow::mustache {
+template <typename StringType>
+class basic_mustache;
+}
 
 namespace hpc {
 
@@ -41,6 +47,8 @@ class ScriptTemplate {
 
  private:
   std::string text_, origin_;
+  // Parsed once (a sweep renders thousands of points); rendering does not change it.
+  std::shared_ptr<kainjow::mustache::basic_mustache<std::string>> compiled_;
 };
 
 }  // namespace hpc

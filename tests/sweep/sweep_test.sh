@@ -68,7 +68,7 @@ case "$case_name" in
     rm -f "$work/sweep/plots/"*.png "$work/sweep/plots/"*.svg "$work/sweep/summary.md"
     "$hpclaunch" report "$work/sweep" || fail "report exited with $?"
     check_plots
-    grep -q '| 1n2g | ddp | 1 | 2 | COMPLETED |' "$work/sweep/summary.md" || fail "summary.md has no 1n2g row"
+    grep -q '| 1n2g-ddp | ddp | 1 | 2 | 1/1 |' "$work/sweep/summary.md" || fail "summary.md has no 1n2g row"
     ;;
   resume)
     first_sweep
