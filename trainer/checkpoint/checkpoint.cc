@@ -216,6 +216,8 @@ SavedCheckpoint save_checkpoint(const fs::path& dir, Manifest info,
   const WrittenFile written =
       write_safetensors(tmp / mine.name, w.entries, {{"format", "hpctrain-shard"}});
   mine.sha256 = written.sha256;
+  mine.chunk_bytes = kShardChunkBytes;
+  mine.chunk_sha256 = written.chunk_sha256;
   mine.bytes = written.bytes;
   w = WriteList();  // the CPU copies of the state are not needed any more
   hpc::write_file_atomically(tmp / sidecar_name(rank), shard_file_to_json(mine));
@@ -321,7 +323,7 @@ std::string read_verified(const fs::path& file, const ShardFile& f,
                           const std::vector<PieceCopy>& copies, const std::string& rng_tensor,
                           std::string* rng, Checkpoint& stats) {
   try {
-    ShardReader reader(file);
+    ShardReader reader(file, f.chunk_bytes);
     auto entry = [&](const std::string& key) -> const TensorEntry* {
       auto it = reader.tensors().find(key);
       return it == reader.tensors().end() ? nullptr : &it->second;
@@ -337,14 +339,20 @@ std::string read_verified(const fs::path& file, const ShardFile& f,
                            (t->end - t->begin) / es, c.saved_length);
       }
       at::Tensor dst = c.dst;
-      ranges.push_back({t->begin + uint64_t(c.src_offset) * es,
-                        t->begin + uint64_t(c.src_offset + c.length) * es,
-                        [dst, es, type](uint64_t at, const char* p, size_t n) {
-                          const int64_t k = int64_t(n / es);
-                          dst.narrow(0, int64_t(at / es), k)
-                              .copy_(torch::from_blob(const_cast<char*>(p), {k},
-                                                      torch::TensorOptions().dtype(type)));
-                        }});
+      ByteRange r{t->begin + uint64_t(c.src_offset) * es,
+                  t->begin + uint64_t(c.src_offset + c.length) * es,
+                  [dst, es, type](uint64_t at, const char* p, size_t n) {
+                    const int64_t k = int64_t(n / es);
+                    dst.narrow(0, int64_t(at / es), k)
+                        .copy_(torch::from_blob(const_cast<char*>(p), {k},
+                                                torch::TensorOptions().dtype(type)));
+                  }};
+      r.unit = es;
+      // The same layout in memory as in the file: read straight into the tensor.
+      if (dst.is_contiguous() && dst.scalar_type() == type && dst.device().is_cpu()) {
+        r.direct = static_cast<char*>(dst.data_ptr());
+      }
+      ranges.push_back(std::move(r));
     }
     if (rng) {
       const TensorEntry* t = entry(rng_tensor);
@@ -356,7 +364,14 @@ std::string read_verified(const fs::path& file, const ShardFile& f,
     stats.hash_seconds += d.hash_seconds;
     stats.hash_wait_seconds += d.hash_wait_seconds;
     if (d.bytes != f.bytes) return fmt::format("{} bytes, the manifest says {}", d.bytes, f.bytes);
-    if (d.sha256 != f.sha256) {
+    for (size_t k = 0; k < f.chunk_sha256.size() && k < d.chunk_sha256.size(); ++k) {
+      if (d.chunk_sha256[k] != f.chunk_sha256[k]) {
+        return fmt::format("SHA-256 {} does not match the manifest's {} (bytes {} to {})",
+                           d.chunk_sha256[k], f.chunk_sha256[k], k * f.chunk_bytes,
+                           std::min(f.bytes, (k + 1) * f.chunk_bytes));
+      }
+    }
+    if (f.chunk_bytes == 0 && d.sha256 != f.sha256) {
       return fmt::format("SHA-256 {} does not match the manifest's {}", d.sha256, f.sha256);
     }
     return "";
