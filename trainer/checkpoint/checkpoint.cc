@@ -1,6 +1,7 @@
 #include "checkpoint/checkpoint.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -310,6 +311,14 @@ struct PieceCopy {
   at::Tensor dst;  // `length` elements
 };
 
+// The CPU seconds (user + system) of this process so far, over all its threads.
+double process_cpu_seconds() {
+  struct rusage u {};
+  ::getrusage(RUSAGE_SELF, &u);
+  auto sec = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) * 1e-6; };
+  return sec(u.ru_utime) + sec(u.ru_stime);
+}
+
 // The message of a UserError about `file`, without the file's name in front.
 std::string problem_of(const UserError& e, const fs::path& file) {
   const std::string what = e.what(), prefix = file.string() + ": ";
@@ -515,8 +524,10 @@ std::optional<Checkpoint> load_checkpoint(const std::vector<fs::path>& candidate
     }
     const auto pieces = pieces_for(cp);
     const auto t0 = std::chrono::steady_clock::now();
+    const double cpu0 = process_cpu_seconds();
     const bool whole = load_verified(cp, pieces, group, then);
     cp.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    cp.read_cpu_seconds = process_cpu_seconds() - cpu0;
     if (whole) return cp;
   }
   return std::nullopt;
