@@ -133,6 +133,10 @@ SafetensorsFile::~SafetensorsFile() {
   if (map_) ::munmap(map_, map_bytes_);
 }
 
+size_t hash_lanes() {
+  return std::clamp<size_t>(std::thread::hardware_concurrency(), 2, kMaxHashLanes);
+}
+
 std::pair<std::vector<std::string>, double> sha256_chunks(
     const std::vector<std::string_view>& parts, uint64_t chunk_bytes) {
   uint64_t total = 0;
@@ -157,7 +161,7 @@ std::pair<std::vector<std::string>, double> sha256_chunks(
     }
   };
   std::vector<std::thread> threads;
-  const size_t lanes = std::min<size_t>(chunks, std::max(1u, std::thread::hardware_concurrency()));
+  const size_t lanes = std::min<size_t>(chunks, hash_lanes());
   for (size_t i = 1; i < lanes; ++i) threads.emplace_back(work);
   work();
   for (auto& t : threads) t.join();

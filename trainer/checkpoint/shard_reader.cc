@@ -117,10 +117,11 @@ ShardDigest ShardReader::read_all(std::vector<ByteRange> ranges) {
   }
   // The file goes by in pieces (its chunks, or kSequentialPiece), read on this thread; each
   // piece is hashed on a thread of its own while the next ones are read, at most `lanes` at a
-  // time. Chunks hash independently; one whole-file SHA-256 takes the pieces in order.
+  // time (so at most lanes + 1 buffers, for the bytes not read straight into a tensor).
+  // Chunks hash independently; one whole-file SHA-256 takes the pieces in order.
   const bool chunked = chunk_bytes_ > 0;
   const uint64_t piece = chunked ? chunk_bytes_ : kSequentialPiece;
-  const size_t lanes = std::max(2u, std::thread::hardware_concurrency());
+  const size_t lanes = hash_lanes();
   Sha256 whole;
   struct Job {
     std::unique_ptr<char[]> buf;  // the piece's bytes outside `direct` ranges (may be null)
