@@ -45,15 +45,20 @@ ratio() { if [[ $1 == - ]]; then echo -; else printf '%.2fx' "$(calc "$1 / $2")"
 share() { if [[ $1 == - ]]; then echo -; else printf '%.0f%%' "$(calc "100 * $1 / $2")"; fi; }
 # NAME LOG DISK_SECONDS: the whole save or resume and its ratio to the disk's time for the same
 # bytes; for a resume also the part reading the files (the rest: the strategy's all-gather);
-# SHA-256's seconds (beside the writes or reads) and the seconds waited for it, as a share.
+# SHA-256's seconds (beside the writes or reads) and the seconds waited for it, as a share; for
+# a resume the process's CPU seconds reading the files (all threads), against dd's CPU seconds:
+# a figure the machine's other load does not change.
 row() {
-  local total files sha wait
+  local total files sha wait cpu
   total=$(after "$2" 'files,')
   [[ $total != - ]] || total=$(after "$2" 'loaded in')
   files=$(after "$2" 'read in') sha=$(after "$2" 'SHA-256') wait=$(after "$2" 'waited for')
-  printf '%-26s %6.2f s %6s disk | files %5s s %6s disk | SHA-256 %5s s, waited %5s s (%s)\n' \
+  cpu=$(after "$2" 'CPU')
+  printf '%-26s %6.2f s %6s disk | files %5s s %6s disk | SHA-256 %5s s, waited %5s s (%s)' \
     "$1" "$total" "$(ratio "$total" "$3")" "$files" "$(ratio "$files" "$3")" "$sha" "$wait" \
     "$(share "$wait" "$total")"
+  if [[ $cpu != - ]]; then printf ' | CPU %5s s, dd %.2f s' "$cpu" "$disk_read_cpu"; fi
+  echo
 }
 
 echo "hpctrain $HPCTRAIN, model $MODEL, load average before: $(cut -d' ' -f1 /proc/loadavg) on $(getconf _NPROCESSORS_ONLN) cores"
@@ -66,12 +71,14 @@ bytes=$(du -cb "$ck1"/*.safetensors | tail -n 1 | cut -f1)
 t0=$(now); dd if="$ck1/rank00000.safetensors" of="$work/dd.bin" bs=8M conv=fsync status=none; t1=$(now)
 disk_write=$(calc "$t1 - $t0")
 uncache "$work/dd.bin"
-t0=$(now); dd if="$work/dd.bin" of=/dev/null bs=8M status=none; t1=$(now)
-disk_read=$(calc "$t1 - $t0")
+TIMEFORMAT='%R %U %S'  # bash's time: wall, user and system seconds
+{ time dd if="$work/dd.bin" of=/dev/null bs=8M status=none; } 2>"$work/dd.time"
+disk_read=$(awk '{print $1}' "$work/dd.time")
+disk_read_cpu=$(awk '{print $2 + $3}' "$work/dd.time")
 rm -f "$work/dd.bin"
-printf 'disk (dd, %d MB)            write+fsync %.2f s (%.0f MB/s), read %.2f s (%.0f MB/s)\n' \
+printf 'disk (dd, %d MB)            write+fsync %.2f s (%.0f MB/s), read %.2f s (%.0f MB/s, CPU %.2f s)\n' \
   "$((bytes / 1000000))" "$disk_write" "$(calc "$bytes / 1000000 / $disk_write")" "$disk_read" \
-  "$(calc "$bytes / 1000000 / $disk_read")"
+  "$(calc "$bytes / 1000000 / $disk_read")" "$disk_read_cpu"
 
 row "save   W=1 none" "$work/save1" "$disk_write"
 row "save   W=2 zero2" "$work/save2" "$disk_write"

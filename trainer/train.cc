@@ -363,10 +363,11 @@ int64_t resume_training(const std::vector<fs::path>& candidates, const std::stri
     train_data.seek(m.files[0].data.shard, m.files[0].data.position + B * T * rank);
   }
   print0(rank, fmt::format("resumed from {} at step {} (saved by {} rank(s) with {}; verified "
-                           "and loaded in {:.2f} s; files read in {:.2f} s, SHA-256 {:.2f} s "
-                           "beside the reads, waited for {:.2f} s)",
+                           "and loaded in {:.2f} s; files read in {:.2f} s, CPU {:.2f} s, "
+                           "SHA-256 {:.2f} s beside the reads, waited for {:.2f} s)",
                            cp->dir.string(), m.next_step, m.world, m.strategy, seconds_since(r0),
-                           cp->read_seconds, cp->hash_seconds, cp->hash_wait_seconds));
+                           cp->read_seconds, cp->read_cpu_seconds, cp->hash_seconds,
+                           cp->hash_wait_seconds));
   return m.next_step;
 }
 

@@ -1,6 +1,7 @@
 #include "checkpoint/checkpoint.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -216,6 +217,8 @@ SavedCheckpoint save_checkpoint(const fs::path& dir, Manifest info,
   const WrittenFile written =
       write_safetensors(tmp / mine.name, w.entries, {{"format", "hpctrain-shard"}});
   mine.sha256 = written.sha256;
+  mine.chunk_bytes = kShardChunkBytes;
+  mine.chunk_sha256 = written.chunk_sha256;
   mine.bytes = written.bytes;
   w = WriteList();  // the CPU copies of the state are not needed any more
   hpc::write_file_atomically(tmp / sidecar_name(rank), shard_file_to_json(mine));
@@ -308,6 +311,14 @@ struct PieceCopy {
   at::Tensor dst;  // `length` elements
 };
 
+// The CPU seconds (user + system) of this process so far, over all its threads.
+double process_cpu_seconds() {
+  struct rusage u {};
+  ::getrusage(RUSAGE_SELF, &u);
+  auto sec = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) * 1e-6; };
+  return sec(u.ru_utime) + sec(u.ru_stime);
+}
+
 // The message of a UserError about `file`, without the file's name in front.
 std::string problem_of(const UserError& e, const fs::path& file) {
   const std::string what = e.what(), prefix = file.string() + ": ";
@@ -321,7 +332,7 @@ std::string read_verified(const fs::path& file, const ShardFile& f,
                           const std::vector<PieceCopy>& copies, const std::string& rng_tensor,
                           std::string* rng, Checkpoint& stats) {
   try {
-    ShardReader reader(file);
+    ShardReader reader(file, f.chunk_bytes);
     auto entry = [&](const std::string& key) -> const TensorEntry* {
       auto it = reader.tensors().find(key);
       return it == reader.tensors().end() ? nullptr : &it->second;
@@ -337,14 +348,20 @@ std::string read_verified(const fs::path& file, const ShardFile& f,
                            (t->end - t->begin) / es, c.saved_length);
       }
       at::Tensor dst = c.dst;
-      ranges.push_back({t->begin + uint64_t(c.src_offset) * es,
-                        t->begin + uint64_t(c.src_offset + c.length) * es,
-                        [dst, es, type](uint64_t at, const char* p, size_t n) {
-                          const int64_t k = int64_t(n / es);
-                          dst.narrow(0, int64_t(at / es), k)
-                              .copy_(torch::from_blob(const_cast<char*>(p), {k},
-                                                      torch::TensorOptions().dtype(type)));
-                        }});
+      ByteRange r{t->begin + uint64_t(c.src_offset) * es,
+                  t->begin + uint64_t(c.src_offset + c.length) * es,
+                  [dst, es, type](uint64_t at, const char* p, size_t n) {
+                    const int64_t k = int64_t(n / es);
+                    dst.narrow(0, int64_t(at / es), k)
+                        .copy_(torch::from_blob(const_cast<char*>(p), {k},
+                                                torch::TensorOptions().dtype(type)));
+                  }};
+      r.unit = es;
+      // The same layout in memory as in the file: read straight into the tensor.
+      if (dst.is_contiguous() && dst.scalar_type() == type && dst.device().is_cpu()) {
+        r.direct = static_cast<char*>(dst.data_ptr());
+      }
+      ranges.push_back(std::move(r));
     }
     if (rng) {
       const TensorEntry* t = entry(rng_tensor);
@@ -356,7 +373,14 @@ std::string read_verified(const fs::path& file, const ShardFile& f,
     stats.hash_seconds += d.hash_seconds;
     stats.hash_wait_seconds += d.hash_wait_seconds;
     if (d.bytes != f.bytes) return fmt::format("{} bytes, the manifest says {}", d.bytes, f.bytes);
-    if (d.sha256 != f.sha256) {
+    for (size_t k = 0; k < f.chunk_sha256.size() && k < d.chunk_sha256.size(); ++k) {
+      if (d.chunk_sha256[k] != f.chunk_sha256[k]) {
+        return fmt::format("SHA-256 {} does not match the manifest's {} (bytes {} to {})",
+                           d.chunk_sha256[k], f.chunk_sha256[k], k * f.chunk_bytes,
+                           std::min(f.bytes, (k + 1) * f.chunk_bytes));
+      }
+    }
+    if (f.chunk_bytes == 0 && d.sha256 != f.sha256) {
       return fmt::format("SHA-256 {} does not match the manifest's {}", d.sha256, f.sha256);
     }
     return "";
@@ -500,8 +524,10 @@ std::optional<Checkpoint> load_checkpoint(const std::vector<fs::path>& candidate
     }
     const auto pieces = pieces_for(cp);
     const auto t0 = std::chrono::steady_clock::now();
+    const double cpu0 = process_cpu_seconds();
     const bool whole = load_verified(cp, pieces, group, then);
     cp.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    cp.read_cpu_seconds = process_cpu_seconds() - cpu0;
     if (whole) return cp;
   }
   return std::nullopt;

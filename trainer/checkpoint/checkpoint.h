@@ -61,9 +61,10 @@ Manifest read_manifest(const std::filesystem::path& checkpoint_dir);
 struct Checkpoint {
   std::filesystem::path dir;
   Manifest manifest;
-  // This rank's seconds reading the files, in SHA-256 (on a second thread, beside the reads)
-  // and waiting for it.
-  double read_seconds = 0, hash_seconds = 0, hash_wait_seconds = 0;
+  // This rank's seconds reading the files, in SHA-256 (on other threads, beside the reads;
+  // summed over them) and waiting for it; the CPU seconds (user + system, all threads) the
+  // process spent meanwhile, which a busy machine's other processes do not change.
+  double read_seconds = 0, hash_seconds = 0, hash_wait_seconds = 0, read_cpu_seconds = 0;
 };
 
 // What a rank fills from a checkpoint, decided once its manifest is read: the strategy's

@@ -16,12 +16,14 @@ using ojson = nlohmann::ordered_json;
 ojson shard_json(const ShardFile& f) {
   ojson pieces = ojson::array();
   for (const auto& p : f.pieces) pieces.push_back({p.param, p.offset, p.length});
-  return {{"name", f.name},
-          {"rank", f.rank},
-          {"bytes", f.bytes},
-          {"sha256", f.sha256},
-          {"data", {{"shard", f.data.shard}, {"position", f.data.position}}},
-          {"pieces", pieces}};
+  ojson j = {{"name", f.name}, {"rank", f.rank}, {"bytes", f.bytes}, {"sha256", f.sha256}};
+  if (f.chunk_bytes > 0) {
+    j["chunk_bytes"] = f.chunk_bytes;
+    j["chunk_sha256"] = f.chunk_sha256;
+  }
+  j["data"] = {{"shard", f.data.shard}, {"position", f.data.position}};
+  j["pieces"] = pieces;
+  return j;
 }
 
 ShardFile shard_from(const nlohmann::json& j, const std::string& where) {
@@ -30,6 +32,17 @@ ShardFile shard_from(const nlohmann::json& j, const std::string& where) {
   f.rank = j.at("rank").get<int>();
   f.bytes = j.at("bytes").get<uint64_t>();
   f.sha256 = j.at("sha256").get<std::string>();
+  if (j.contains("chunk_bytes")) {
+    f.chunk_bytes = j.at("chunk_bytes").get<uint64_t>();
+    f.chunk_sha256 = j.at("chunk_sha256").get<std::vector<std::string>>();
+    if (f.chunk_bytes == 0 ||
+        f.chunk_sha256.size() != (f.bytes + f.chunk_bytes - 1) / f.chunk_bytes) {
+      throw UserError(where,
+                      fmt::format("file {}: {} chunk digests for {} bytes in chunks of {}", f.name,
+                                  f.chunk_sha256.size(), f.bytes, f.chunk_bytes),
+                      "the checkpoint is damaged; use another one");
+    }
+  }
   f.data.shard = j.at("data").at("shard").get<int64_t>();
   f.data.position = j.at("data").at("position").get<int64_t>();
   for (const auto& p : j.at("pieces")) {

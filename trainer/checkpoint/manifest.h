@@ -48,7 +48,12 @@ struct ShardFile {
   std::string name;  // rank00003.safetensors, relative to the checkpoint directory
   int rank = 0;
   uint64_t bytes = 0;
-  std::string sha256;  // of the whole file, hex
+  // SHA-256, hex: with chunk_bytes > 0, chunk_sha256[k] is that of bytes [k, k + 1) *
+  // chunk_bytes (the last chunk shorter) and sha256 that of the chunk digests concatenated
+  // (sha256_of_chunks); with chunk_bytes 0 (manifests before chunks) sha256 is the whole file's.
+  std::string sha256;
+  uint64_t chunk_bytes = 0;
+  std::vector<std::string> chunk_sha256;
   std::vector<PieceRef> pieces;
   DataPosition data;  // the writing rank's data position
 };

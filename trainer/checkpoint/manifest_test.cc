@@ -32,6 +32,10 @@ Manifest sample(int world) {
     f.rank = r;
     f.bytes = 100 + uint64_t(r);
     f.sha256 = std::string(64, 'a');
+    if (r > 0) {  // rank 0's file as a manifest before chunks wrote it
+      f.chunk_bytes = 64;
+      f.chunk_sha256 = {std::string(64, 'b'), std::string(64, 'c')};
+    }
     f.data = {0, 64 * r};
     const int64_t lo = r * s, hi = std::min(total, lo + s);
     if (lo < std::min<int64_t>(hi, 10)) f.pieces.push_back({0, lo, std::min<int64_t>(hi, 10) - lo});
@@ -71,6 +75,10 @@ TEST_CASE("manifest: JSON round trip keeps every field") {
   CHECK(back.files[1].data.position == 64);
   CHECK(back.files[2].pieces == m.files[2].pieces);
   CHECK(back.files[2].bytes == 102);
+  CHECK(back.files[0].chunk_bytes == 0);
+  CHECK(back.files[0].chunk_sha256.empty());
+  CHECK(back.files[2].chunk_bytes == 64);
+  CHECK(back.files[2].chunk_sha256 == m.files[2].chunk_sha256);
 }
 
 TEST_CASE("manifest: damaged ones are refused naming the file") {
@@ -89,6 +97,10 @@ TEST_CASE("manifest: damaged ones are refused naming the file") {
   refused(R"({"format": "hpctrain-checkpoint-1"})", "format");
   std::string j = manifest_to_json(sample(2));
   refused(j.substr(0, j.size() / 2), "not a readable");
+
+  Manifest chunks = sample(2);
+  chunks.files[1].chunk_sha256.pop_back();  // 101 bytes in chunks of 64: 2 digests
+  refused(manifest_to_json(chunks), "1 chunk digests for 101 bytes");
 
   Manifest gap = sample(2);
   gap.files[1].pieces.pop_back();  // b.bias's last elements in no file

@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <future>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -131,6 +133,49 @@ SafetensorsFile::~SafetensorsFile() {
   if (map_) ::munmap(map_, map_bytes_);
 }
 
+size_t hash_lanes() {
+  return std::clamp<size_t>(std::thread::hardware_concurrency(), 2, kMaxHashLanes);
+}
+
+std::pair<std::vector<std::string>, double> sha256_chunks(
+    const std::vector<std::string_view>& parts, uint64_t chunk_bytes) {
+  uint64_t total = 0;
+  for (std::string_view p : parts) total += p.size();
+  const size_t chunks = size_t((total + chunk_bytes - 1) / chunk_bytes);
+  std::vector<std::string> out(chunks);
+  std::vector<double> seconds(chunks);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t k; (k = next++) < chunks;) {
+      const auto t0 = std::chrono::steady_clock::now();
+      Sha256 sha;
+      const uint64_t begin = k * chunk_bytes, end = std::min(total, begin + chunk_bytes);
+      uint64_t at = 0;  // where the part starts in the file
+      for (std::string_view p : parts) {
+        const uint64_t from = std::max(begin, at), to = std::min(end, at + p.size());
+        if (from < to) sha.update(p.substr(size_t(from - at), size_t(to - from)));
+        at += p.size();
+      }
+      out[k] = sha.hex_digest();
+      seconds[k] = seconds_since(t0);
+    }
+  };
+  std::vector<std::thread> threads;
+  const size_t lanes = std::min<size_t>(chunks, hash_lanes());
+  for (size_t i = 1; i < lanes; ++i) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  double sum = 0;
+  for (double s : seconds) sum += s;
+  return {out, sum};
+}
+
+std::string sha256_of_chunks(const std::vector<std::string>& chunk_sha256) {
+  Sha256 sha;
+  for (const auto& c : chunk_sha256) sha.update(c);
+  return sha.hex_digest();
+}
+
 WrittenFile write_safetensors(const fs::path& path,
                               const std::vector<std::pair<std::string, TensorBytes>>& tensors,
                               const std::map<std::string, std::string>& metadata) {
@@ -149,21 +194,14 @@ WrittenFile write_safetensors(const fs::path& path,
   for (int i = 0; i < 8; ++i) head.push_back(char((n >> (8 * i)) & 0xff));
   head += h;
 
-  // SHA-256 runs on a second thread over the same bytes while this one writes them and waits for
+  // SHA-256 runs on other threads over the same bytes while this one writes them and waits for
   // the disk (fsync): the save waits for the hash only when the hash is the slower of the two.
   std::vector<std::string_view> parts = {head};
   for (const auto& [name, t] : tensors) {
     parts.emplace_back(static_cast<const char*>(t.data), t.bytes);
   }
-  auto hashed = std::async(std::launch::async, [&parts] {
-    constexpr size_t kPiece = size_t(4) << 20;
-    const auto t0 = std::chrono::steady_clock::now();
-    Sha256 sha;
-    for (std::string_view p : parts) {
-      for (size_t at = 0; at < p.size(); at += kPiece) sha.update(p.substr(at, kPiece));
-    }
-    return std::make_pair(sha.hex_digest(), seconds_since(t0));
-  });
+  auto hashed =
+      std::async(std::launch::async, [&parts] { return sha256_chunks(parts, kShardChunkBytes); });
   WrittenFile out;
   hpc::AtomicFileWriter file(path);
   for (std::string_view p : parts) {
@@ -172,7 +210,8 @@ WrittenFile write_safetensors(const fs::path& path,
   }
   file.commit();
   const auto w0 = std::chrono::steady_clock::now();
-  std::tie(out.sha256, out.hash_seconds) = hashed.get();
+  std::tie(out.chunk_sha256, out.hash_seconds) = hashed.get();
+  out.sha256 = sha256_of_chunks(out.chunk_sha256);
   out.hash_wait_seconds = seconds_since(w0);
   return out;
 }

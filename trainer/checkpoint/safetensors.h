@@ -14,6 +14,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace hpc::train {
@@ -63,16 +64,34 @@ class SafetensorsFile {
 
 size_t dtype_size(const std::string& dtype);  // 0 for unknown
 
-// What write_safetensors wrote: the SHA-256 (hex) of the file's bytes, its size, the seconds
-// SHA-256 took (on its own thread) and the seconds the writer waited for it after the fsync.
+// The size of the chunks a checkpoint file is hashed in (each chunk its own SHA-256, so that
+// chunks hash on several cores; the manifest records it).
+constexpr uint64_t kShardChunkBytes = uint64_t(64) << 20;
+
+// How many chunks hash at once: the cores, at least 2, at most kMaxHashLanes (8 chunks hash at
+// over 10 GB/s, faster than a disk; a reader holds up to that many 64 MiB buffers).
+constexpr size_t kMaxHashLanes = 8;
+size_t hash_lanes();
+
+// The SHA-256 (hex) of the file's bytes in chunks of chunk_bytes (the last one shorter), hashed
+// on hash_lanes() threads; and the seconds they took, summed over the threads.
+std::pair<std::vector<std::string>, double> sha256_chunks(
+    const std::vector<std::string_view>& parts, uint64_t chunk_bytes);
+// The digest naming a chunked file as a whole: SHA-256 of its chunks' hex digests, concatenated.
+std::string sha256_of_chunks(const std::vector<std::string>& chunk_sha256);
+
+// What write_safetensors wrote: the SHA-256 (hex) of each chunk of kShardChunkBytes and of
+// those (sha256_of_chunks), its size, the seconds SHA-256 took (on other threads, summed) and
+// the seconds the writer waited for it after the fsync.
 struct WrittenFile {
   std::string sha256;
+  std::vector<std::string> chunk_sha256;
   uint64_t bytes = 0;
   double hash_seconds = 0, hash_wait_seconds = 0;
 };
 
 // Writes the tensors (in the given order) straight from their memory to `path` via a temp file,
-// fsync and rename, and hashes the same bytes meanwhile on a second thread: no copy of the whole
+// fsync and rename, and hashes the same bytes meanwhile on other threads: no copy of the whole
 // file, no second pass over it.
 WrittenFile write_safetensors(const std::filesystem::path& path,
                               const std::vector<std::pair<std::string, TensorBytes>>& tensors,

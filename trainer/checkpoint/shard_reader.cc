@@ -8,8 +8,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <future>
 #include <memory>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -19,10 +21,42 @@ namespace hpc::train {
 namespace fs = std::filesystem;
 
 namespace {
-constexpr size_t kPiece = size_t(8) << 20;  // bytes per read(): whole elements of any dtype
+// Bytes per hash job when the file has one SHA-256 (an older manifest): hashed in order.
+constexpr uint64_t kSequentialPiece = uint64_t(64) << 20;
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+struct Span {
+  const char* p;
+  size_t n;
+};
+struct Hashed {  // what one hash job gives: its chunk's digest (chunked) and its seconds
+  std::string hex;
+  double seconds = 0;
+};
+
+// Hands n bytes at `at` in range r to its taker in whole elements, keeping a split element's
+// first bytes in `carry`; `last`: these are the range's last bytes.
+void hand(const ByteRange& r, std::string& carry, uint64_t at, const char* p, size_t n, bool last) {
+  if (!carry.empty()) {
+    const size_t k = std::min(n, r.unit - carry.size());
+    carry.append(p, k);
+    p += k, n -= k, at += k;
+    if (carry.size() == r.unit || (last && n == 0)) {
+      r.take(at - carry.size(), carry.data(), carry.size());
+      carry.clear();
+    }
+  }
+  const size_t whole = last ? n : n - n % r.unit;
+  if (whole > 0) r.take(at, p, whole);
+  if (n > whole) carry.assign(p + whole, n - whole);
+}
 }  // namespace
 
-ShardReader::ShardReader(const fs::path& path) : path_(path) {
+ShardReader::ShardReader(const fs::path& path, uint64_t chunk_bytes)
+    : path_(path), chunk_bytes_(chunk_bytes) {
   const std::string where = path.string();
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) throw UserError(where, fmt::format("cannot open: {}", std::strerror(errno)), "");
@@ -32,16 +66,20 @@ ShardReader::ShardReader(const fs::path& path) : path_(path) {
   const uint64_t size = uint64_t(st.st_size);
   if (size < 8) throw UserError(where, "too short for a safetensors file", "");
   unsigned char first8[8];
-  read_exact(reinterpret_cast<char*>(first8), 8);
-  hash(reinterpret_cast<const char*>(first8), 8);
+  if (read_at(reinterpret_cast<char*>(first8), 8, 0) < 8) {
+    throw UserError(where, "ends early (truncated while read)", "");
+  }
   const uint64_t hlen = safetensors_header_length(first8);
   if (hlen > size - 8) {
     throw UserError(where, fmt::format("header length {} exceeds the file", hlen),
                     "not a safetensors file");
   }
   std::string json(hlen, '\0');
-  read_exact(json.data(), hlen);
-  hash(json.data(), hlen);
+  if (read_at(json.data(), hlen, 8) < hlen) {
+    throw UserError(where, "ends early (truncated while read)", "");
+  }
+  header_.assign(reinterpret_cast<const char*>(first8), 8);
+  header_ += json;
   data_start_ = 8 + hlen;
   data_bytes_ = size - data_start_;
   tensors_ = parse_safetensors_header(json, data_bytes_, where);
@@ -51,16 +89,10 @@ ShardReader::~ShardReader() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void ShardReader::read_exact(char* p, size_t n) {
-  if (read_some(p, n) < n) {
-    throw UserError(path_.string(), "ends early (truncated while read)", "");
-  }
-}
-
-size_t ShardReader::read_some(char* p, size_t n) {
+size_t ShardReader::read_at(char* p, size_t n, uint64_t at) const {
   size_t done = 0;
   while (done < n) {
-    const ssize_t got = ::read(fd_, p + done, n - done);
+    const ssize_t got = ::pread(fd_, p + done, n - done, off_t(at + done));
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) {
       throw UserError(path_.string(), fmt::format("cannot read: {}", std::strerror(errno)), "");
@@ -68,82 +100,117 @@ size_t ShardReader::read_some(char* p, size_t n) {
     if (got == 0) break;
     done += size_t(got);
   }
-  digest_.bytes += done;
   return done;
-}
-
-void ShardReader::hash(const char* p, size_t n) {
-  const auto t0 = std::chrono::steady_clock::now();
-  sha_.update(p, n);
-  digest_.hash_seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 ShardDigest ShardReader::read_all(std::vector<ByteRange> ranges) {
   std::sort(ranges.begin(), ranges.end(),
             [](const ByteRange& a, const ByteRange& b) { return a.begin < b.begin; });
-  // Two buffers: this thread reads the next piece into one and copies its ranges out while a
-  // second thread hashes the other; the hashes run in file order, each after the one before.
-  std::unique_ptr<char[]> buf[2] = {std::make_unique<char[]>(kPiece),
-                                    std::make_unique<char[]>(kPiece)};
-  std::shared_future<void> hashed[2];  // the hash of the piece last read into each buffer
-  std::shared_future<void> last;       // the hash of the latest piece
-  int cur = 0;
-  auto wait = [&](const std::shared_future<void>& f) {
-    if (!f.valid()) return;
-    const auto t0 = std::chrono::steady_clock::now();
-    f.get();  // rethrows what the hash threw
-    digest_.hash_wait_seconds +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  // Reads n bytes into the free buffer, hands them to `r` (when given) and queues their hash.
-  auto next = [&](size_t n, uint64_t pos, const ByteRange* r) {
-    wait(hashed[cur]);
-    char* p = buf[cur].get();
-    n = read_some(p, n);
-    if (n == 0) return n;
-    if (r) r->take(pos - r->begin, p, n);
-    last = std::async(std::launch::async, [this, prev = last, p, n] {
-             if (prev.valid()) prev.get();
-             hash(p, n);
-           }).share();
-    hashed[cur] = last;
-    cur ^= 1;
-    return n;
-  };
-  uint64_t pos = 0;  // in the data section
-  // Bytes [pos, to) of the data, handed to `r` (when given) piece by piece.
-  auto pump = [&](uint64_t to, const ByteRange* r) {
-    while (pos < to) {
-      const size_t n = next(size_t(std::min<uint64_t>(kPiece, to - pos)), pos, r);
-      if (n == 0) throw UserError(path_.string(), "ends early (truncated while read)", "");
-      pos += n;
-    }
-  };
-  for (const auto& r : ranges) {
-    if (r.begin < pos || r.end < r.begin || r.end > data_bytes_) {
+  uint64_t needed = data_start_;  // the file must reach this far
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const ByteRange& r = ranges[i];
+    if ((i > 0 && r.begin < ranges[i - 1].end) || r.end < r.begin || r.end > data_bytes_ ||
+        r.unit == 0) {
       throw std::logic_error("ShardReader::read_all: overlapping or outside ranges");
     }
-    pump(r.begin, nullptr);
-    pump(r.end, &r);
+    needed = std::max(needed, data_start_ + r.end);
   }
-  pump(data_bytes_, nullptr);
-  // Whatever follows (the file grew since it was opened) counts too: the size will not match.
-  while (next(kPiece, pos, nullptr) > 0) {}
-  wait(last);
-  digest_.sha256 = sha_.hex_digest();
-  return digest_;
+  // The file goes by in pieces (its chunks, or kSequentialPiece), read on this thread; each
+  // piece is hashed on a thread of its own while the next ones are read, at most `lanes` at a
+  // time (so at most lanes + 1 buffers, for the bytes not read straight into a tensor).
+  // Chunks hash independently; one whole-file SHA-256 takes the pieces in order.
+  const bool chunked = chunk_bytes_ > 0;
+  const uint64_t piece = chunked ? chunk_bytes_ : kSequentialPiece;
+  const size_t lanes = hash_lanes();
+  Sha256 whole;
+  struct Job {
+    std::unique_ptr<char[]> buf;  // the piece's bytes outside `direct` ranges (may be null)
+    std::shared_future<Hashed> done;
+  };
+  std::deque<Job> jobs;
+  struct WaitAll {  // on the way out, also by an exception: no job outlives its bytes
+    std::deque<Job>& jobs;
+    ~WaitAll() {
+      for (auto& j : jobs) j.done.wait();
+    }
+  } wait_all{jobs};
+  std::vector<std::unique_ptr<char[]>> spare;
+  ShardDigest out;
+  auto finish_front = [&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Hashed h = jobs.front().done.get();
+    out.hash_wait_seconds += seconds_since(t0);
+    out.hash_seconds += h.seconds;
+    if (chunked) out.chunk_sha256.push_back(h.hex);
+    if (jobs.front().buf) spare.push_back(std::move(jobs.front().buf));
+    jobs.pop_front();
+  };
+  auto submit = [&](std::vector<Span> spans, std::unique_ptr<char[]> buf) {
+    while (jobs.size() >= lanes) finish_front();
+    std::shared_future<Hashed> prev;
+    if (!chunked && !jobs.empty()) prev = jobs.back().done;
+    auto job = [spans = std::move(spans), prev, chunked, &whole] {
+      if (prev.valid()) prev.wait();
+      const auto t0 = std::chrono::steady_clock::now();
+      Sha256 own;
+      Sha256& sha = chunked ? own : whole;
+      for (const Span& s : spans) sha.update(s.p, s.n);
+      return Hashed{chunked ? own.hex_digest() : std::string(), seconds_since(t0)};
+    };
+    jobs.push_back({std::move(buf), std::async(std::launch::async, std::move(job)).share()});
+  };
+  std::vector<std::string> carry(ranges.size());
+  size_t ri = 0;
+  uint64_t off = 0, pos = 0;
+  for (bool eof = false; !eof; off += piece) {
+    ::posix_fadvise(fd_, off_t(off + piece), off_t(piece), POSIX_FADV_WILLNEED);
+    std::unique_ptr<char[]> buf;
+    std::vector<Span> spans;
+    const uint64_t end = off + piece;
+    for (pos = off; pos < end && !eof;) {
+      while (ri < ranges.size() && data_start_ + ranges[ri].end <= pos) ++ri;
+      const ByteRange* r = nullptr;
+      uint64_t seg_end = end, rb = 0;
+      if (ri < ranges.size()) {
+        rb = data_start_ + ranges[ri].begin;
+        if (rb <= pos) r = &ranges[ri];
+        seg_end = std::min(end, r ? data_start_ + r->end : rb);
+      }
+      char* dst = nullptr;
+      if (r && r->direct) {
+        dst = r->direct + (pos - rb);
+      } else {
+        if (!buf && !spare.empty()) buf = std::move(spare.back()), spare.pop_back();
+        if (!buf) buf.reset(new char[piece]);  // not zeroed: only what is read is touched
+        dst = buf.get() + (pos - off);
+      }
+      const size_t want = size_t(seg_end - pos), got = read_at(dst, want, pos);
+      eof = got < want;
+      if (pos < data_start_ &&
+          std::memcmp(dst, header_.data() + pos, std::min<uint64_t>(got, data_start_ - pos))) {
+        throw UserError(path_.string(), "its header changed while it was read", "");
+      }
+      if (r && !r->direct && got > 0) {
+        hand(*r, carry[ri], pos - rb, dst, got, pos + got == data_start_ + r->end);
+      }
+      if (got > 0) spans.push_back({dst, got});
+      pos += got;
+    }
+    out.bytes += pos - off;
+    if (!spans.empty()) submit(std::move(spans), std::move(buf));
+  }
+  while (!jobs.empty()) finish_front();
+  if (out.bytes < needed) {
+    throw UserError(path_.string(), "ends early (truncated while read)", "");
+  }
+  if (!chunked) out.sha256 = whole.hex_digest();
+  return out;
 }
 
 std::string ShardReader::read_unverified(const TensorEntry& t) const {
   std::string out(t.end - t.begin, '\0');
-  size_t done = 0;
-  while (done < out.size()) {
-    const ssize_t got =
-        ::pread(fd_, out.data() + done, out.size() - done, off_t(data_start_ + t.begin + done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) throw UserError(path_.string(), "ends early (truncated while read)", "");
-    done += size_t(got);
+  if (read_at(out.data(), out.size(), data_start_ + t.begin) < out.size()) {
+    throw UserError(path_.string(), "ends early (truncated while read)", "");
   }
   return out;
 }

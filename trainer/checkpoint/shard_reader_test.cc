@@ -27,9 +27,18 @@ std::string file_bytes(const fs::path& p) {
 }
 }  // namespace
 
-TEST_CASE("shard reader: one pass gives the written digest and the ranges asked for",
+// The SHA-256 of each chunk of `bytes`.
+std::vector<std::string> chunk_digests(const std::string& bytes, size_t chunk) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at < bytes.size(); at += chunk) {
+    out.push_back(hpc::sha256_hex(std::string_view(bytes).substr(at, chunk)));
+  }
+  return out;
+}
+
+TEST_CASE("shard reader: one pass gives the written digests and the ranges asked for",
           "[safetensors]") {
-  // 20 MB: the ranges span several of the reader's 8 MiB pieces.
+  // 20 MB: the ranges span several chunks of the odd chunk size, which splits elements.
   std::vector<float> a(5'000'000);
   for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 1000) * 0.5f;
   std::vector<uint8_t> rng(5056, 7);
@@ -41,37 +50,59 @@ TEST_CASE("shard reader: one pass gives the written digest and the ranges asked 
                         {{"format", "hpctrain-shard"}});
   const std::string bytes = file_bytes(p);
   CHECK(w.bytes == bytes.size());
-  CHECK(w.sha256 == hpc::sha256_hex(bytes));
+  CHECK(w.chunk_sha256 == chunk_digests(bytes, kShardChunkBytes));
+  CHECK(w.sha256 == sha256_of_chunks(w.chunk_sha256));
+  const auto odd = sha256_chunks({bytes}, 3'000'001);
+  CHECK(odd.first == chunk_digests(bytes, 3'000'001));
 
-  ShardReader r(p);
-  const TensorEntry& v = r.tensors().at("value.0");
-  const TensorEntry& g = r.tensors().at("rng.cpu");
-  CHECK(r.read_unverified(g) == std::string(rng.begin(), rng.end()));
-  // Elements [1'000'001, 4'500'000) of value.0, and all of rng.cpu, taken while streaming.
-  std::vector<float> got(3'499'999);
-  std::string got_rng;
-  std::vector<ByteRange> ranges;
-  ranges.push_back(
-      {g.begin, g.end, [&](uint64_t, const char* q, size_t n) { got_rng.append(q, n); }});
-  ranges.push_back(
-      {v.begin + 4 * 1'000'001, v.begin + 4 * 4'500'000, [&](uint64_t at, const char* q, size_t n) {
-         CHECK(n % 4 == 0);
-         std::memcpy(reinterpret_cast<char*>(got.data()) + at, q, n);
-       }});
-  const ShardDigest d = r.read_all(std::move(ranges));
-  CHECK(d.sha256 == w.sha256);
-  CHECK(d.bytes == bytes.size());
-  CHECK(std::memcmp(got.data(), a.data() + 1'000'001, got.size() * 4) == 0);
-  CHECK(got_rng == std::string(rng.begin(), rng.end()));
+  for (const uint64_t chunk : {uint64_t(0), uint64_t(3'000'001), kShardChunkBytes}) {
+    ShardReader r(p, chunk);
+    const TensorEntry& v = r.tensors().at("value.0");
+    const TensorEntry& g = r.tensors().at("rng.cpu");
+    CHECK(r.read_unverified(g) == std::string(rng.begin(), rng.end()));
+    // Elements [1'000'001, 4'500'000) of value.0 taken while streaming, [4'500'000, 4'900'000)
+    // read straight into memory, and all of rng.cpu.
+    std::vector<float> got(3'499'999), direct(400'000);
+    std::string got_rng;
+    std::vector<ByteRange> ranges;
+    ranges.push_back(
+        {g.begin, g.end, [&](uint64_t, const char* q, size_t n) { got_rng.append(q, n); }});
+    ByteRange taken{v.begin + 4 * 1'000'001, v.begin + 4 * 4'500'000,
+                    [&](uint64_t at, const char* q, size_t n) {
+                      CHECK(n % 4 == 0);
+                      std::memcpy(reinterpret_cast<char*>(got.data()) + at, q, n);
+                    }};
+    taken.unit = 4;
+    ranges.push_back(taken);
+    ByteRange into{v.begin + 4 * 4'500'000, v.begin + 4 * 4'900'000, nullptr};
+    into.direct = reinterpret_cast<char*>(direct.data());
+    ranges.push_back(into);
+    const ShardDigest d = r.read_all(std::move(ranges));
+    if (chunk == 0) {
+      CHECK(d.sha256 == hpc::sha256_hex(bytes));  // a manifest before chunks
+    } else {
+      CHECK(d.chunk_sha256 == chunk_digests(bytes, chunk));
+    }
+    CHECK(d.bytes == bytes.size());
+    CHECK(std::memcmp(got.data(), a.data() + 1'000'001, got.size() * 4) == 0);
+    CHECK(std::memcmp(direct.data(), a.data() + 4'500'000, direct.size() * 4) == 0);
+    CHECK(got_rng == std::string(rng.begin(), rng.end()));
+  }
 
-  // One byte changed: same size, another digest.
+  // One byte changed: same size, another digest (of the first chunk only).
   {
     std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(4000);
     f.put(char(bytes[4000] + 1));
   }
-  ShardReader changed(p);
-  CHECK(changed.read_all({}).sha256 != w.sha256);
+  ShardReader changed(p, 3'000'001);
+  const ShardDigest d = changed.read_all({});
+  const auto want = chunk_digests(bytes, 3'000'001);
+  REQUIRE(d.chunk_sha256.size() == want.size());
+  CHECK(d.chunk_sha256[0] != want[0]);
+  CHECK(std::vector<std::string>(d.chunk_sha256.begin() + 1, d.chunk_sha256.end()) ==
+        std::vector<std::string>(want.begin() + 1, want.end()));
+  CHECK(ShardReader(p).read_all({}).sha256 != hpc::sha256_hex(bytes));
   fs::remove(p);
 }
 
