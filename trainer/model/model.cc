@@ -133,7 +133,11 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& idx) {
               config_.block_size);
   // x [B, T, C] = token embedding + position embedding
   if (hooks_) hooks_->before(0);
-  torch::Tensor x = at::embedding(wte_, idx) + wpe_.narrow(0, 0, T);
+  // The lookup's gradient is sparse (the B*T rows it read): backward adds it into the head's
+  // dense [V, C] gradient in place instead of forming a second [V, C] tensor beside it.
+  torch::Tensor x = at::embedding(wte_, idx, /*padding_idx=*/-1, /*scale_grad_by_freq=*/false,
+                                  /*sparse=*/true) +
+                    wpe_.narrow(0, 0, T);
   const double scale = 1.0 / std::sqrt(double(hs));
   for (size_t l = 0; l < blocks_.size(); ++l) {
     auto& blk = blocks_[l];
