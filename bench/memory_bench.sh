@@ -7,7 +7,7 @@
 #     which on CUDA is the allocator's peak allocated bytes);
 #   - beside them, each strategy's peak as a fraction of ddp's at the same W, what rank 0's
 #     trainer says it holds between steps (param_bytes + grad_bytes + optimizer_bytes) and the
-#     formula for it (docs/strategies.md#memory).
+#     formula for it (docs/strategies.md#memory-per-rank).
 # The runs go one at a time, so several ranks of one run share the cores but no two runs do.
 #
 # Usage: bench/memory_bench.sh [PATH/TO/hpctrain]

@@ -151,8 +151,7 @@ std::string sample_text(GptImpl& model, int64_t tokens, uint64_t seed, const at:
 
 // The persistent training state this rank holds (the memory report): the model's parameters and
 // .grad tensors, the strategy's gradient buffers, and the optimiser's moments (whole, or the
-// strategy's shard).
-// Measured on the storages (dist/storage_bytes.h): ddp's gradients count their buckets once.
+// strategy's shard), measured on the storages (dist/storage_bytes.h).
 StateBytes held_state(const std::vector<at::Tensor>& params, const dist::Strategy& strategy) {
   dist::StorageBytes parameters, gradients;
   for (const auto& p : params) {
@@ -509,13 +508,7 @@ int run_train(const TrainOptions& o) {
   // What checkpoints record and check (before attach: fsdp frees the parameters' storage).
   const std::vector<ParamShape> layout = param_layout(*model);
   dist::Strategy::ParameterInit init;
-  if (deferred) {
-    std::vector<std::string> names;
-    for (const auto& item : model->named_parameters()) names.push_back(item.key());
-    init = [&model, names](size_t i, at::Tensor values) {
-      model->init_parameter(names.at(i), std::move(values));
-    };
-  }
+  if (deferred) init = [&model](size_t i, at::Tensor v) { model->init_parameter(i, v); };
   strategy->attach(params, model->parameter_units(), init);
   if (UnitHooks* hooks = strategy->unit_hooks()) model->set_unit_hooks(hooks);  // fsdp
   int64_t first_step = 0;

@@ -5,7 +5,7 @@
 #     (--strategy none, W=1, same seed): one step at learning rate 0, checkpoint, export, cmp;
 #  2. real peak: the peak RSS (/usr/bin/time %M) of every fsdp rank at W=2 is at most 0.8 of the
 #     largest ddp rank's, for 8 blocks of width 768 over the byte vocabulary (P = 56.9M, the
-#     blocks are 99.6% of it). The bound from docs/strategies.md#memory: ddp R0 + 16P, fsdp
+#     blocks are 99.6% of it). The bound from docs/strategies.md#memory-per-rank: ddp R0 + 16P, fsdp
 #     R0 + 16P/W + ~3U (U = one block's fp32 buffer, 28 MB: the unit in use, the prefetched one,
 #     a gradient buffer), with R0 ~ 0.2 GB (LibTorch, Gloo, activations): 0.74/1.11 GB = 0.67;
 #     zero1 and zero2 (12P and 10P at W=2) peak below ddp;

@@ -50,8 +50,7 @@ class Ddp final : public Strategy {
   }
   ProcessGroup& group() override { return group_; }
 
-  void attach(const std::vector<at::Tensor>& params,
-              const std::vector<std::vector<size_t>>&,
+  void attach(const std::vector<at::Tensor>& params, const std::vector<std::vector<size_t>>&,
               const ParameterInit& init) override {
     if (init) throw std::logic_error("ddp: only a sharding strategy materialises parameters");
     params_ = params;

@@ -80,8 +80,8 @@ struct Unit {
   // grad_full: a second buffer of the embedding's size would be alive with its gradient.
   bool reduce_each_parameter = false;
   struct ParameterReduction {
-    size_t slot;        // into params
-    at::Tensor grad;    // the parameter's gradient, summed over ranks in place
+    size_t slot;      // into params
+    at::Tensor grad;  // the parameter's gradient, summed over ranks in place
     std::unique_ptr<Communicator::Pending> work;
   };
   std::vector<ParameterReduction> parameter_reductions;
@@ -100,8 +100,8 @@ class Fsdp final : public Strategy, public UnitHooks {
   bool shards_parameters() const override { return true; }
   UnitHooks* unit_hooks() override { return this; }
 
-  void attach(const std::vector<at::Tensor>& params,
-              const std::vector<std::vector<size_t>>& units, const ParameterInit& init) override {
+  void attach(const std::vector<at::Tensor>& params, const std::vector<std::vector<size_t>>& units,
+              const ParameterInit& init) override {
     if (units.empty()) throw std::logic_error("fsdp: the model has no units");
     unit_params_ = units;
     torch::NoGradGuard no_grad;

@@ -32,8 +32,7 @@ class Strategy {
   // init(i, values of parameter i) (GptImpl::init_parameter), and keeps only its shard.
   using ParameterInit = std::function<void(size_t param, at::Tensor values)>;
   virtual void attach(const std::vector<at::Tensor>& params,
-                      const std::vector<std::vector<size_t>>& units,
-                      const ParameterInit& init) = 0;
+                      const std::vector<std::vector<size_t>>& units, const ParameterInit& init) = 0;
   // fsdp: the model's parameters hold values only while their unit is gathered; the model calls
   // these hooks (installed by train.cc after attach) and every forward pass then involves every
   // rank (validation, samples). The others: false and nullptr.

@@ -160,9 +160,8 @@ void ShardedAdamW::all_gather_parameters() {
     const int64_t n = std::min(chunk, S - c0);
     auto send = send_buffer.narrow(0, 0, n);
     send.zero_();  // padding
-    pieces_in(rank, c0, n, [&](const at::Tensor& p, int64_t at) {
-      send.narrow(0, at, p.numel()).copy_(p);
-    });
+    pieces_in(rank, c0, n,
+              [&](const at::Tensor& p, int64_t at) { send.narrow(0, at, p.numel()).copy_(p); });
     std::vector<at::Tensor> out;
     for (int r = 0; r < world; ++r) out.push_back(out_buffers[size_t(r)].narrow(0, 0, n));
     comm_.all_gather(out, send);

@@ -106,12 +106,16 @@ GptImpl::GptImpl(const GptConfig& config, ParameterStorage storage) : config_(co
 
 void GptImpl::init_weights() {
   torch::NoGradGuard no_grad;
-  for (auto& item : named_parameters()) init_parameter(item.key(), item.value());
+  for (auto& item : named_parameters()) init_named(item.key(), item.value());
+}
+
+void GptImpl::init_parameter(size_t index, at::Tensor values) const {
+  init_named(named_parameters()[index].key(), std::move(values));
 }
 
 // The generator is drawn from by the normal weights only, in named_parameters() order: wte, wpe,
 // then per block attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj.
-void GptImpl::init_parameter(const std::string& name, at::Tensor values) const {
+void GptImpl::init_named(const std::string& name, at::Tensor values) const {
   torch::NoGradGuard no_grad;
   const double std = 0.02;
   const double residual_std = 0.02 / std::sqrt(2.0 * double(config_.n_layer));

@@ -25,16 +25,15 @@ enum class ParameterStorage { allocated, deferred };
 
 class GptImpl : public torch::nn::Module {
  public:
-  explicit GptImpl(const GptConfig& config,
-                   ParameterStorage storage = ParameterStorage::allocated);
+  explicit GptImpl(const GptConfig& config, ParameterStorage storage = ParameterStorage::allocated);
 
   // GPT-2 initialisation from the current default generator (torch::manual_seed first):
   // weights normal(0, 0.02), residual projections (attn.c_proj, mlp.c_proj) normal(0,
   // 0.02/sqrt(2 n_layer)), biases zero, LayerNorm weight 1 and bias 0.
   void init_weights();
-  // The same for the parameter named `name`, into `values` (its shape): init_weights is this
-  // over named_parameters() in order.
-  void init_parameter(const std::string& name, at::Tensor values) const;
+  // The same for parameter `index` (named_parameters() order), into `values` (its shape):
+  // init_weights is this over every parameter in order.
+  void init_parameter(size_t index, at::Tensor values) const;
 
   // idx [B, T] int64 -> logits [B, T, V].
   torch::Tensor logits(const torch::Tensor& idx);
@@ -59,6 +58,7 @@ class GptImpl : public torch::nn::Module {
 
  private:
   torch::Tensor hidden(const torch::Tensor& idx);  // [B, T] -> [B, T, C] after ln_f
+  void init_named(const std::string& name, at::Tensor values) const;
 
   GptConfig config_;
   int64_t head_chunk_rows_ = 512;

@@ -76,8 +76,7 @@ TEST_CASE("the forward pass calls the unit hooks in order", "[model]") {
   m->set_unit_hooks(&rec);
   const auto hooked = m->loss(idx, idx);
   // The chunked head reads nothing of unit 0 in backward ("a0-"); the logits' product does.
-  CHECK(rec.calls ==
-        std::vector<std::string>{"b0", "b1", "a1", "b2", "a2", "b3", "a3", "a0-"});
+  CHECK(rec.calls == std::vector<std::string>{"b0", "b1", "a1", "b2", "a2", "b3", "a3", "a0-"});
   CHECK(hooked.item<double>() == plain.item<double>());
   rec.calls.clear();
   m->logits(idx);
