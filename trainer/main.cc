@@ -34,7 +34,8 @@ using hpc::train::RuntimeOptions;
 //    of the heap over 64 MiB are returned. The threshold is fixed (set, glibc stops raising it
 //    to the size of each mapped block freed, up to 32 MiB): fsdp gathers and frees every unit
 //    twice a step, and kept in the heap those buffers and the gradients' left the process ~0.9
-//    GB above its live memory at GPT-2 124M, W=2 (docs/strategies.md#memory-per-rank).
+//    GB above its live memory at GPT-2 124M, W=2 (docs/strategies.md#memory-per-rank). The
+//    price: those buffers are faulted in afresh each time (fsdp's CPU time per step ~1.8x).
 void configure_allocator(const std::string& strategy) {
   if (strategy == "zero1" || strategy == "zero2" || strategy == "fsdp") {
     mallopt(M_MMAP_THRESHOLD, 1 << 20);
