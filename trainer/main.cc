@@ -27,6 +27,27 @@ namespace {
 using hpc::train::ModelOptions;
 using hpc::train::RuntimeOptions;
 
+// Which freed memory glibc's allocator keeps resident, by strategy.
+//  none, ddp: all of it, for reuse. By default glibc hands every block over 32 MiB back to the
+//    kernel, and the next step's allocation of the same size page-faults and zero-fills it again:
+//    ~13% of a CPU step at the benchmark shape (the [V, C] head gradient alone is 51 MB). Their
+//    buffers are the same every step, so the heap stops growing after the first.
+//  zero1, zero2, fsdp: blocks of 1 MiB and up are mapped and unmapped, and free pages at the top
+//    of the heap over 64 MiB are returned. The threshold is fixed (set, glibc stops raising it
+//    to the size of each mapped block freed, up to 32 MiB): fsdp gathers and frees every unit
+//    twice a step, and kept in the heap those buffers and the gradients' left the process ~0.9
+//    GB above its live memory at GPT-2 124M, W=2 (docs/strategies.md#memory-per-rank). The
+//    price: those buffers are faulted in afresh each time (fsdp's CPU time per step ~1.8x).
+void configure_allocator(const std::string& strategy) {
+  if (strategy == "zero1" || strategy == "zero2" || strategy == "fsdp") {
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
+    return;
+  }
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);
+}
+
 constexpr int64_t kUnset = std::numeric_limits<int64_t>::min();
 
 // Shape flags left unset take the named config's value.
@@ -246,11 +267,7 @@ int main(int argc, char** argv) {
     return hpc::kExitUsage;
   }
 
-  // Keep freed memory for reuse. By default glibc hands every block over 32 MiB back to the
-  // kernel, and the next step's allocation of the same size page-faults and zero-fills it again:
-  // ~13% of a CPU step at the benchmark shape (the [V, C] head gradient alone is 51 MB).
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, INT_MAX);
+  configure_allocator(*train ? t.strategy : "none");
 
   try {
     if (*train) {

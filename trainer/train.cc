@@ -15,6 +15,7 @@
 #include "device.h"
 #include "dist/make_strategy.h"
 #include "dist/rendezvous.h"
+#include "dist/storage_bytes.h"
 #include "dist/strategy.h"
 #include "error.h"
 #include "metrics/metrics.h"
@@ -150,16 +151,16 @@ std::string sample_text(GptImpl& model, int64_t tokens, uint64_t seed, const at:
 
 // The persistent training state this rank holds (the memory report): the model's parameters and
 // .grad tensors, the strategy's gradient buffers, and the optimiser's moments (whole, or the
-// strategy's shard).
+// strategy's shard), measured on the storages (dist/storage_bytes.h).
 StateBytes held_state(const std::vector<at::Tensor>& params, const dist::Strategy& strategy) {
-  auto bytes = [](const at::Tensor& t) {
-    return t.defined() ? t.numel() * int64_t(t.element_size()) : 0;
-  };
-  StateBytes s;
+  dist::StorageBytes parameters, gradients;
   for (const auto& p : params) {
-    s.parameters += bytes(p);
-    s.gradients += bytes(p.grad());
+    parameters.add(p);
+    gradients.add(p.grad());
   }
+  StateBytes s;
+  s.parameters = parameters.bytes();
+  s.gradients = gradients.bytes();
   const auto held = strategy.held_bytes();
   if (held.parameters >= 0) s.parameters = held.parameters;  // fsdp: the shards
   s.gradients += held.gradients;
@@ -313,13 +314,18 @@ dist::StrategyOptions strategy_options(const TrainOptions& o, const at::Device& 
   return so;
 }
 
-// The model on its device: initialised from --seed, or Hugging Face weights (--init-from).
+// The model on its device: initialised from --seed, or Hugging Face weights (--init-from). With
+// `deferred` the parameters get no storage here: the strategy materialises them (attach).
 Gpt build_model(const TrainOptions& o, const GptConfig& config, const at::Device& device,
-                bool autocast) {
+                bool autocast, bool deferred) {
   torch::manual_seed(o.seed);
-  Gpt model(config);
+  Gpt model(config, deferred ? ParameterStorage::deferred : ParameterStorage::allocated);
   if (!o.model.init_from.empty()) load_hf_weights(o.model.init_from, *model);
-  model->to(device);
+  if (deferred) {
+    for (auto& b : model->buffers()) b.set_data(b.to(device));
+  } else {
+    model->to(device);
+  }
   model->set_head_chunk_rows(head_chunk_rows(o.runtime, device));
   if (autocast) model->set_head_matmul_dtype(at::kBFloat16);
   return model;
@@ -495,11 +501,16 @@ int run_train(const TrainOptions& o) {
   const int rank = ranks.rank();
 
   // --- the model; the strategy attaches to it and builds the optimiser ---
-  Gpt model = build_model(o, config, device, /*autocast=*/device.is_cuda());
+  // fsdp from --seed: no rank builds the whole model; each materialises unit after unit and
+  // keeps its shard (the values are the unsharded model's: GptImpl::init_parameter).
+  const bool deferred = strategy->shards_parameters() && o.model.init_from.empty();
+  Gpt model = build_model(o, config, device, /*autocast=*/device.is_cuda(), deferred);
   auto params = parameters_of(*model);
   // What checkpoints record and check (before attach: fsdp frees the parameters' storage).
   const std::vector<ParamShape> layout = param_layout(*model);
-  strategy->attach(params, model->parameter_units());
+  dist::Strategy::ParameterInit init;
+  if (deferred) init = [&model](size_t i, at::Tensor v) { model->init_parameter(i, v); };
+  strategy->attach(params, model->parameter_units(), init);
   if (UnitHooks* hooks = strategy->unit_hooks()) model->set_unit_hooks(hooks);  // fsdp
   int64_t first_step = 0;
   if (!resume_from.empty()) {

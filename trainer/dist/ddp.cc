@@ -5,6 +5,8 @@
 //  - zero2: as each bucket's all-reduce ends, only this rank's shard of it is kept (all-reduce +
 //    narrow: Gloo in LibTorch 1.13 has no reduce_scatter); the bucket and the parameters' full
 //    gradients are freed, so between steps a rank holds 1/W of the gradients and of the moments.
+//    One bucket is in flight at a time (the one before is reduced when the next starts), so
+//    during backward too at most two buckets exist, not the whole model's gradients.
 //
 // Gradients are gathered into buckets in reverse parameter order (the order backward produces
 // them): the first bucket ~1 MiB so communication starts early, the rest ~25 MiB. A post-hook on
@@ -48,8 +50,9 @@ class Ddp final : public Strategy {
   }
   ProcessGroup& group() override { return group_; }
 
-  void attach(const std::vector<at::Tensor>& params,
-              const std::vector<std::vector<size_t>>&) override {
+  void attach(const std::vector<at::Tensor>& params, const std::vector<std::vector<size_t>>&,
+              const ParameterInit& init) override {
+    if (init) throw std::logic_error("ddp: only a sharding strategy materialises parameters");
     params_ = params;
     // Every rank starts from rank 0's parameters.
     {
@@ -167,13 +170,27 @@ class Ddp final : public Strategy {
     if (!b.flat.defined()) b.flat = torch::empty({b.numel}, flat_options());  // zero2
     b.flat.narrow(0, b.offset[slot_of_[i]], n).copy_(g.reshape({n}));
     params_[i].mutable_grad() = at::Tensor();  // finalize points it at the bucket
-    if (--b.pending == 0) b.work = group_.comm().all_reduce_sum(b.flat);
+    if (--b.pending != 0) return;
+    b.work = group_.comm().all_reduce_sum(b.flat);
+    // zero2 keeps one bucket in flight: the one before is reduced to its shard and freed now, so
+    // that at most two buckets exist at once instead of the whole model's gradients.
+    if (stage_ != Stage::zero2) return;
+    if (last_reducing_ >= 0) reduce_bucket(buckets_[size_t(last_reducing_)]);
+    last_reducing_ = int(bucket_of_[i]);
+  }
+
+  // Waits for a bucket's all-reduce and makes it the mean; zero2 keeps this rank's shard of it.
+  void reduce_bucket(Bucket& b) {
+    group_.wait(*b.work, "gradient all-reduce");
+    b.work.reset();
+    b.flat.mul_(1.0 / double(world()));
+    if (stage_ == Stage::zero2) keep_shard_of(b);
   }
 
   // Runs once at the end of a synchronising backward pass.
   void finalize() {
     callback_queued_ = false;
-    const double inv_world = 1.0 / double(world());
+    last_reducing_ = -1;
     for (auto& b : buckets_) {
       if (b.pending != 0) {
         throw std::runtime_error(fmt::format(
@@ -181,11 +198,8 @@ class Ddp final : public Strategy {
             "not supported)",
             b.pending));
       }
-      group_.wait(*b.work, "gradient all-reduce");
-      b.work.reset();
-      b.flat.mul_(inv_world);
+      if (b.work) reduce_bucket(b);  // zero2: all but the last were reduced during backward
       if (stage_ == Stage::zero2) {
-        keep_shard_of(b);
         b.pending = b.params.size();
         continue;
       }
@@ -227,6 +241,7 @@ class Ddp final : public Strategy {
   bool sync_ = true;
   bool callback_queued_ = false;
   bool reduced_ = false;
+  int last_reducing_ = -1;  // zero2: the bucket whose all-reduce is in flight
   Stage stage_;
   std::unique_ptr<Optimizer> optimizer_;  // from attach
   ShardedAdamW* zero2_shard_ = nullptr;   // zero2: optimizer_, which holds the gradient shard

@@ -6,14 +6,18 @@
 //            it), and start the next unit's all-gather (prefetch) so it overlaps u's compute;
 //            after(u): free the buffer; with gradients enabled, hook u's output so that backward
 //            gathers the unit again just before it runs (and prefetches the unit before it).
-//            Unit 0 (wte, tied to the head; wpe; ln_f) is used at both ends of the pass: it stays
-//            gathered from the start of forward to the end of its backward.
+//            Unit 0 (wte, tied to the head; wpe) is used at both ends of the pass: it stays
+//            gathered through forward; the chunked head keeps its gradients, not wte, so the
+//            unit is freed when the loss is out (the model says so: BackwardReads::nothing);
+//            under a head that reads wte in backward it stays until its gradients are in.
 //  backward  a post-hook on each parameter's gradient accumulator copies the gradient into the
 //            unit's fp32 gradient buffer; when the unit's last gradient is in, the buffer is
 //            reduce-scattered (NCCL natively; Gloo in 1.13 has none: all-reduce + this rank's
 //            slice), the unit's parameters are freed, and the full gradients dropped. The slice,
 //            divided by W, is added to the gradient shard: every micro-step reduces (memory stays
-//            1/W), so gradient accumulation needs no full-size buffers.
+//            1/W), so gradient accumulation needs no full-size buffers. Unit 0, which is mostly
+//            wte, reduces each gradient where it lies instead (all-reduce in place, keep the
+//            slice): no second [V, C] buffer beside the embedding's gradient.
 //  step      the global gradient norm from each rank's sum of squares over its shards, clipping,
 //            AdamW on the shards only. Nothing is gathered after the step: the next forward does.
 //
@@ -33,6 +37,7 @@
 #include <torch/torch.h>
 
 #include "dist/communicator_group.h"
+#include "dist/storage_bytes.h"
 #include "dist/strategies.h"
 #include "dist/zero.h"
 #include "optim/optim_cpu.h"
@@ -58,10 +63,6 @@ bool plain_cpu_float(const at::Tensor& t) {
   return t.is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous();
 }
 
-int64_t bytes_of(const at::Tensor& t) {
-  return t.defined() ? t.numel() * int64_t(t.element_size()) : 0;
-}
-
 struct Unit {
   std::vector<size_t> params;   // indices into the model's parameters
   std::vector<int64_t> offset;  // of each in the flat vector
@@ -74,6 +75,16 @@ struct Unit {
   at::Tensor m, v;        // [S] AdamW moments
   at::Tensor grad_full;   // [W S] fp32, while the unit's gradients arrive and are reduced
   at::Tensor reduced;     // [S] this rank's slice of the reduced gradient
+  // A unit that is mostly one parameter (unit 0: wte is 98% of it) reduces each gradient where
+  // it lies (all-reduce in place, then this rank's slice), instead of copying them into
+  // grad_full: a second buffer of the embedding's size would be alive with its gradient.
+  bool reduce_each_parameter = false;
+  struct ParameterReduction {
+    size_t slot;      // into params
+    at::Tensor grad;  // the parameter's gradient, summed over ranks in place
+    std::unique_ptr<Communicator::Pending> work;
+  };
+  std::vector<ParameterReduction> parameter_reductions;
   bool gathered = false;
   std::unique_ptr<Communicator::Pending> gathering, reducing;
   size_t pending = 0;  // gradients still to arrive in this backward pass
@@ -89,15 +100,19 @@ class Fsdp final : public Strategy, public UnitHooks {
   bool shards_parameters() const override { return true; }
   UnitHooks* unit_hooks() override { return this; }
 
-  void attach(const std::vector<at::Tensor>& params,
-              const std::vector<std::vector<size_t>>& units) override {
+  void attach(const std::vector<at::Tensor>& params, const std::vector<std::vector<size_t>>& units,
+              const ParameterInit& init) override {
     if (units.empty()) throw std::logic_error("fsdp: the model has no units");
     unit_params_ = units;
     torch::NoGradGuard no_grad;
     params_ = params;
-    const auto device = params_.at(0).device();
+    // Deferred parameters (init) are on the CPU without storage; each unit is initialised
+    // there (the CPU generator, as the unsharded model) and moved to the strategy's device.
+    const auto device = init ? group_.device() : params_.at(0).device();
     param_dtype_ = device.is_cuda() ? at::kBFloat16 : at::kFloat;
-    {  // every rank starts from rank 0's values
+    if (init) {  // every rank draws the same values: the same seed, the same order
+      check_parameter_order(units);
+    } else {  // every rank starts from rank 0's values
       std::vector<at::Tensor> data;
       for (auto& p : params_) data.push_back(p.detach());
       group_.comm().broadcast(data, 0);
@@ -120,13 +135,19 @@ class Fsdp final : public Strategy, public UnitHooks {
         numels.push_back(params_[i].numel());
       }
       unit.layout = FlatShards(numels, W);
+      unit.reduce_each_parameter =
+          2 * *std::max_element(numels.begin(), numels.end()) > unit.layout.total;
       unit.offset = unit.layout.flat_offset;
       unit.S = unit.layout.shard_numel;
-      auto flat = torch::zeros({W * unit.S}, f32);
+      auto flat = torch::zeros({W * unit.S}, init ? f32.device(at::kCPU) : f32);
       for (size_t k = 0; k < unit.params.size(); ++k) {
-        flat.narrow(0, unit.offset[k], numels[k])
-            .copy_(params_[unit.params[k]].detach().reshape({-1}));
+        auto values = flat.narrow(0, unit.offset[k], numels[k]);
+        if (init)
+          init(unit.params[k], values.view(params_[unit.params[k]].sizes()));
+        else
+          values.copy_(params_[unit.params[k]].detach().reshape({-1}));
       }
+      flat = flat.to(device);
       unit.shard = flat.narrow(0, r * unit.S, unit.S).clone();
       unit.grad_shard = torch::zeros({unit.S}, f32);
       unit.m = torch::zeros({unit.S}, f32);
@@ -152,26 +173,41 @@ class Fsdp final : public Strategy, public UnitHooks {
     }
   }
 
+  // Deferred initialisation draws the generator unit after unit: the units must list the
+  // parameters in their registration order for the values to be the unsharded model's.
+  static void check_parameter_order(const std::vector<std::vector<size_t>>& units) {
+    size_t next = 0;
+    for (const auto& unit : units) {
+      for (size_t i : unit) {
+        if (i != next++) {
+          throw std::logic_error("fsdp: deferred initialisation needs units in parameter order");
+        }
+      }
+    }
+  }
+
   // ------------------------------------------------------------------- the model's hooks
   void before(int u) override {
     gather(size_t(u));
     if (size_t(u) + 1 < units_.size()) start_gather(size_t(u) + 1);  // prefetch
   }
 
-  at::Tensor after(int u, const at::Tensor& out) override {
+  at::Tensor after(int u, const at::Tensor& out, BackwardReads reads) override {
     const bool backward = at::GradMode::is_enabled() && out.requires_grad();
-    if (u == 0) {
-      if (!backward) release(0);  // else: freed when its gradients are in
+    if (!backward || reads == BackwardReads::nothing) {
+      release(size_t(u));
       return out;
     }
+    // Unit 0 under a head that reads wte in backward: the first thing backward needs, so it
+    // stays gathered until its gradients are in.
+    if (u == 0) return out;
     release(size_t(u));
-    if (backward) {
-      out.register_hook([this, u](const at::Tensor& grad) {
-        gather(size_t(u));
-        if (u > 1) start_gather(size_t(u) - 1);  // unit 0 is still gathered
-        return grad;
-      });
-    }
+    out.register_hook([this, u](const at::Tensor& grad) {
+      gather(size_t(u));
+      // Prefetch the unit before; not unit 0, which backward reads only when still gathered.
+      if (u > 1) start_gather(size_t(u) - 1);
+      return grad;
+    });
     return out;
   }
 
@@ -233,14 +269,21 @@ class Fsdp final : public Strategy, public UnitHooks {
     return total;
   }
 
+  // Measured on the storages (storage_bytes.h): a unit whose free left its buffer allocated
+  // counts it whole.
   HeldBytes held_bytes() const override {
-    HeldBytes h;
-    h.parameters = 0;
+    StorageBytes parameters, gradients, optimizer;
     for (const auto& u : units_) {
-      h.parameters += bytes_of(u.shard) + (u.gathered ? bytes_of(u.full) : 0);
-      h.gradients += bytes_of(u.grad_shard) + bytes_of(u.grad_full) + bytes_of(u.reduced);
-      h.optimizer += bytes_of(u.m) + bytes_of(u.v);
+      parameters.add(u.shard).add(u.full).add(u.send);
+      gradients.add(u.grad_shard).add(u.grad_full).add(u.reduced);
+      for (const auto& r : u.parameter_reductions) gradients.add(r.grad);
+      optimizer.add(u.m).add(u.v);
     }
+    for (const auto& p : params_) parameters.add(p);
+    HeldBytes h;
+    h.parameters = parameters.bytes();
+    h.gradients = gradients.bytes();
+    h.optimizer = optimizer.bytes();
     return h;
   }
 
@@ -308,6 +351,16 @@ class Fsdp final : public Strategy, public UnitHooks {
     const size_t u = unit_of_[i];
     Unit& unit = units_[u];
     auto& p = params_[i];
+    if (unit.reduce_each_parameter) {
+      auto grad = p.grad().contiguous();
+      p.mutable_grad() = at::Tensor();
+      auto work = group_.comm().all_reduce_sum(grad);
+      unit.parameter_reductions.push_back({slot_of_[i], std::move(grad), std::move(work)});
+      if (--unit.pending != 0) return;
+      unit.pending = unit.params.size();
+      release(u);
+      return;
+    }
     if (!unit.grad_full.defined()) {
       unit.grad_full = torch::zeros({world() * unit.S},
                                     torch::TensorOptions().dtype(at::kFloat).device(device()));
@@ -327,6 +380,16 @@ class Fsdp final : public Strategy, public UnitHooks {
 
   void finish_reduce(size_t u) {
     Unit& unit = units_[u];
+    for (auto& r : unit.parameter_reductions) {
+      group_.wait(*r.work, "fsdp gradient all-reduce");
+      const auto flat = r.grad.view({-1});
+      for (const auto& s : unit.layout.of_rank[size_t(rank())]) {
+        if (s.param != r.slot) continue;
+        unit.grad_shard.narrow(0, s.shard_offset, s.length)
+            .add_(flat.narrow(0, s.param_offset, s.length), 1.0 / double(world()));
+      }
+    }
+    unit.parameter_reductions.clear();
     if (!unit.reducing) return;
     group_.wait(*unit.reducing, "fsdp gradient reduce-scatter");
     unit.reducing.reset();

@@ -13,8 +13,9 @@ class SingleProcess final : public Strategy {
 
   const char* name() const override { return "none"; }
   ProcessGroup& group() override { return group_; }
-  void attach(const std::vector<at::Tensor>& params,
-              const std::vector<std::vector<size_t>>&) override {
+  void attach(const std::vector<at::Tensor>& params, const std::vector<std::vector<size_t>>&,
+              const ParameterInit& init) override {
+    if (init) throw std::logic_error("none: only a sharding strategy materialises parameters");
     optimizer_.emplace(params, adamw_, 0, 1);
   }
   bool shards_parameters() const override { return false; }

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -25,9 +26,13 @@ class Strategy {
 
   // Once, before training, with the model's parameters in registration order and its units
   // (GptImpl::parameter_units, unit_hooks.h): every rank starts from rank 0's values, the
-  // gradients are hooked and the optimiser is built.
+  // gradients are hooked and the optimiser is built. With `init` (only for a strategy that
+  // shards_parameters(), on a model built with ParameterStorage::deferred) the parameters have
+  // no storage yet: the strategy materialises them unit by unit, in parameter order, calling
+  // init(i, values of parameter i) (GptImpl::init_parameter), and keeps only its shard.
+  using ParameterInit = std::function<void(size_t param, at::Tensor values)>;
   virtual void attach(const std::vector<at::Tensor>& params,
-                      const std::vector<std::vector<size_t>>& units) = 0;
+                      const std::vector<std::vector<size_t>>& units, const ParameterInit& init) = 0;
   // fsdp: the model's parameters hold values only while their unit is gathered; the model calls
   // these hooks (installed by train.cc after attach) and every forward pass then involves every
   // rank (validation, samples). The others: false and nullptr.

@@ -133,23 +133,43 @@ std::vector<StatePiece> ShardedAdamW::pieces() {
   return out;
 }
 
+// The shards go round in chunks of at most kGatherChunk elements per rank: W + 1 buffers of a
+// chunk (4 MiB each in fp32) instead of the whole model's size, which would put zero1's peak
+// back at ddp's.
+constexpr int64_t kGatherChunk = int64_t(1) << 20;
+
 void ShardedAdamW::all_gather_parameters() {
   torch::NoGradGuard no_grad;
   const int world = comm_.world(), rank = comm_.rank();
   const auto o = params_[0].options().requires_grad(false);
-  auto send = torch::zeros({shards_.shard_numel}, o);  // [S], padding zero
-  for (const auto& s : shards_.of_rank[size_t(rank)]) {
-    send.narrow(0, s.shard_offset, s.length)
-        .copy_(piece(params_[s.param].detach(), s.param_offset, s.length));
-  }
-  std::vector<at::Tensor> out;
-  for (int r = 0; r < world; ++r) out.push_back(torch::empty({shards_.shard_numel}, o));
-  comm_.all_gather(out, send);
-  for (int r = 0; r < world; ++r) {
-    if (r == rank) continue;
+  const int64_t S = shards_.shard_numel;
+  const int64_t chunk = std::min(S, kGatherChunk);
+  auto send_buffer = torch::empty({chunk}, o);
+  std::vector<at::Tensor> out_buffers;
+  for (int r = 0; r < world; ++r) out_buffers.push_back(torch::empty({chunk}, o));
+  // Calls f(piece of a parameter, offset in the chunk) for rank r's segments in [c0, c0 + n).
+  auto pieces_in = [&](int r, int64_t c0, int64_t n, auto&& f) {
     for (const auto& s : shards_.of_rank[size_t(r)]) {
-      piece(params_[s.param].detach(), s.param_offset, s.length)
-          .copy_(out[size_t(r)].narrow(0, s.shard_offset, s.length));
+      const int64_t a = std::max(c0, s.shard_offset);
+      const int64_t z = std::min(c0 + n, s.shard_offset + s.length);
+      if (a >= z) continue;
+      f(piece(params_[s.param].detach(), s.param_offset + (a - s.shard_offset), z - a), a - c0);
+    }
+  };
+  for (int64_t c0 = 0; c0 < S; c0 += chunk) {
+    const int64_t n = std::min(chunk, S - c0);
+    auto send = send_buffer.narrow(0, 0, n);
+    send.zero_();  // padding
+    pieces_in(rank, c0, n,
+              [&](const at::Tensor& p, int64_t at) { send.narrow(0, at, p.numel()).copy_(p); });
+    std::vector<at::Tensor> out;
+    for (int r = 0; r < world; ++r) out.push_back(out_buffers[size_t(r)].narrow(0, 0, n));
+    comm_.all_gather(out, send);
+    for (int r = 0; r < world; ++r) {
+      if (r == rank) continue;
+      pieces_in(r, c0, n, [&](at::Tensor p, int64_t at) {
+        p.copy_(out[size_t(r)].narrow(0, at, p.numel()));
+      });
     }
   }
 }

@@ -4,8 +4,9 @@
 // W * S with S = ceil(N / W); rank r owns elements [r S, r S + S). Nothing is copied into such a
 // vector: a shard is a list of segments, each a piece of one parameter. A step clips the global
 // gradient norm (sum of squares per shard, all-reduced), updates the shard's parameter segments
-// with the shard's moments, then all-gathers the shards (list all-gather: Gloo in LibTorch 1.13
-// has no _allgather_base) and copies each rank's shard into its segments of the parameters.
+// with the shard's moments, then all-gathers the shards in chunks of 1M elements per rank (list
+// all-gather: Gloo in LibTorch 1.13 has no _allgather_base) and copies each rank's chunk into
+// its segments of the parameters.
 // Used by the zero1 and zero2 strategies (ddp.cc) and, for FlatShards, by ReplicatedAdamW and
 // fsdp; only dist/ includes it.
 #pragma once

@@ -13,35 +13,55 @@ namespace hpc::train {
 
 namespace {
 
+// A CPU float tensor of `shape` without storage (0 bytes): a parameter whose values a sharded
+// strategy materialises later (set_data onto its own buffer). Reading it is an error.
+torch::Tensor without_storage(at::IntArrayRef shape) {
+  auto t = torch::empty({0});
+  t.unsafeGetTensorImpl()->set_sizes_contiguous(shape);
+  return t;
+}
+
+torch::Tensor parameter_tensor(at::IntArrayRef shape, ParameterStorage storage) {
+  return storage == ParameterStorage::deferred ? without_storage(shape) : torch::empty(shape);
+}
+
 // A weight and an optional bias: the parameters of a Linear ([out, in], [out]), a LayerNorm
-// ([C], [C]) or an embedding table ([rows, C]).
+// ([C], [C]) or an embedding table ([rows, C]). Values come from init_parameter.
 struct Affine : torch::nn::Module {
-  Affine(std::vector<int64_t> weight_shape, int64_t bias_size) {
-    weight = register_parameter("weight", torch::empty(weight_shape));
-    if (bias_size > 0) bias = register_parameter("bias", torch::zeros({bias_size}));
+  Affine(std::vector<int64_t> weight_shape, int64_t bias_size, ParameterStorage storage) {
+    weight = register_parameter("weight", parameter_tensor(weight_shape, storage));
+    if (bias_size > 0) bias = register_parameter("bias", parameter_tensor({bias_size}, storage));
   }
   torch::Tensor weight, bias;
 };
 
+std::shared_ptr<Affine> affine(std::vector<int64_t> weight_shape, int64_t bias_size,
+                               ParameterStorage storage) {
+  return std::make_shared<Affine>(std::move(weight_shape), bias_size, storage);
+}
+
 struct Attention : torch::nn::Module {
-  explicit Attention(int64_t C) {
-    c_attn =
-        register_module("c_attn", std::make_shared<Affine>(std::vector<int64_t>{3 * C, C}, 3 * C));
-    c_proj = register_module("c_proj", std::make_shared<Affine>(std::vector<int64_t>{C, C}, C));
+  Attention(int64_t C, ParameterStorage s) {
+    c_attn = register_module("c_attn", affine({3 * C, C}, 3 * C, s));
+    c_proj = register_module("c_proj", affine({C, C}, C, s));
   }
   std::shared_ptr<Affine> c_attn, c_proj;
 };
 
 struct Mlp : torch::nn::Module {
-  explicit Mlp(int64_t C) {
-    c_fc = register_module("c_fc", std::make_shared<Affine>(std::vector<int64_t>{4 * C, C}, 4 * C));
-    c_proj = register_module("c_proj", std::make_shared<Affine>(std::vector<int64_t>{C, 4 * C}, C));
+  Mlp(int64_t C, ParameterStorage s) {
+    c_fc = register_module("c_fc", affine({4 * C, C}, 4 * C, s));
+    c_proj = register_module("c_proj", affine({C, 4 * C}, C, s));
   }
   std::shared_ptr<Affine> c_fc, c_proj;
 };
 
-std::shared_ptr<Affine> layer_norm_params(int64_t C) {
-  return std::make_shared<Affine>(std::vector<int64_t>{C}, C);
+std::shared_ptr<Affine> layer_norm_params(int64_t C, ParameterStorage s) {
+  return affine({C}, C, s);
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
 torch::Tensor layer_norm(const torch::Tensor& x, const Affine& p) {
@@ -51,63 +71,63 @@ torch::Tensor layer_norm(const torch::Tensor& x, const Affine& p) {
 }  // namespace
 
 struct GptBlock : torch::nn::Module {
-  explicit GptBlock(int64_t C) {
-    ln_1 = register_module("ln_1", layer_norm_params(C));
-    attn = register_module("attn", std::make_shared<Attention>(C));
-    ln_2 = register_module("ln_2", layer_norm_params(C));
-    mlp = register_module("mlp", std::make_shared<Mlp>(C));
+  GptBlock(int64_t C, ParameterStorage s) {
+    ln_1 = register_module("ln_1", layer_norm_params(C, s));
+    attn = register_module("attn", std::make_shared<Attention>(C, s));
+    ln_2 = register_module("ln_2", layer_norm_params(C, s));
+    mlp = register_module("mlp", std::make_shared<Mlp>(C, s));
   }
   std::shared_ptr<Affine> ln_1, ln_2;
   std::shared_ptr<Attention> attn;
   std::shared_ptr<Mlp> mlp;
 };
 
-GptImpl::GptImpl(const GptConfig& config) : config_(config) {
+GptImpl::GptImpl(const GptConfig& config, ParameterStorage storage) : config_(config) {
   validate(config_);
   const int64_t C = config_.n_embd;
-  auto wte = register_module(
-      "wte", std::make_shared<Affine>(std::vector<int64_t>{config_.vocab_size, C}, 0));
-  auto wpe = register_module(
-      "wpe", std::make_shared<Affine>(std::vector<int64_t>{config_.block_size, C}, 0));
+  auto wte = register_module("wte", affine({config_.vocab_size, C}, 0, storage));
+  auto wpe = register_module("wpe", affine({config_.block_size, C}, 0, storage));
   wte_ = wte->weight;
   wpe_ = wpe->weight;
   auto h = register_module("h", torch::nn::ModuleList());
   for (int64_t l = 0; l < config_.n_layer; ++l) {
-    blocks_.push_back(std::make_shared<GptBlock>(C));
+    blocks_.push_back(std::make_shared<GptBlock>(C, storage));
     h->push_back(blocks_.back());
   }
-  auto ln_f = register_module("ln_f", layer_norm_params(C));
+  auto ln_f = register_module("ln_f", layer_norm_params(C, storage));
   ln_f_w_ = ln_f->weight;
   ln_f_b_ = ln_f->bias;
   // Additive causal mask: position t attends to positions <= t.
   const int64_t T = config_.block_size;
   causal_bias_ = register_buffer(
       "causal_bias", torch::full({T, T}, -std::numeric_limits<float>::infinity()).triu(1));
-  init_weights();
+  if (storage == ParameterStorage::allocated) init_weights();
 }
 
 void GptImpl::init_weights() {
   torch::NoGradGuard no_grad;
+  for (auto& item : named_parameters()) init_named(item.key(), item.value());
+}
+
+void GptImpl::init_parameter(size_t index, at::Tensor values) const {
+  init_named(named_parameters()[index].key(), std::move(values));
+}
+
+// The generator is drawn from by the normal weights only, in named_parameters() order: wte, wpe,
+// then per block attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj.
+void GptImpl::init_named(const std::string& name, at::Tensor values) const {
+  torch::NoGradGuard no_grad;
   const double std = 0.02;
   const double residual_std = 0.02 / std::sqrt(2.0 * double(config_.n_layer));
-  wte_.normal_(0.0, std);
-  wpe_.normal_(0.0, std);
-  for (auto& b : blocks_) {
-    for (Affine* ln : {b->ln_1.get(), b->ln_2.get()}) {
-      ln->weight.fill_(1.0);
-      ln->bias.zero_();
-    }
-    b->attn->c_attn->weight.normal_(0.0, std);
-    b->attn->c_proj->weight.normal_(0.0, residual_std);
-    b->mlp->c_fc->weight.normal_(0.0, std);
-    b->mlp->c_proj->weight.normal_(0.0, residual_std);
-    for (Affine* lin :
-         {b->attn->c_attn.get(), b->attn->c_proj.get(), b->mlp->c_fc.get(), b->mlp->c_proj.get()}) {
-      lin->bias.zero_();
-    }
+  if (ends_with(name, ".bias")) {
+    values.zero_();
+  } else if (name.find("ln_") != std::string::npos) {  // ln_1, ln_2, ln_f weights
+    values.fill_(1.0);
+  } else if (ends_with(name, "c_proj.weight")) {  // attn.c_proj, mlp.c_proj: the residual
+    values.normal_(0.0, residual_std);
+  } else {  // wte, wpe, c_attn, c_fc
+    values.normal_(0.0, std);
   }
-  ln_f_w_.fill_(1.0);
-  ln_f_b_.zero_();
 }
 
 torch::Tensor GptImpl::hidden(const torch::Tensor& idx) {
@@ -117,7 +137,11 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& idx) {
               config_.block_size);
   // x [B, T, C] = token embedding + position embedding
   if (hooks_) hooks_->before(0);
-  torch::Tensor x = at::embedding(wte_, idx) + wpe_.narrow(0, 0, T);
+  // The lookup's gradient is sparse (the B*T rows it read): backward adds it into the head's
+  // dense [V, C] gradient in place instead of forming a second [V, C] tensor beside it.
+  torch::Tensor x = at::embedding(wte_, idx, /*padding_idx=*/-1, /*scale_grad_by_freq=*/false,
+                                  /*sparse=*/true) +
+                    wpe_.narrow(0, 0, T);
   const double scale = 1.0 / std::sqrt(double(hs));
   for (size_t l = 0; l < blocks_.size(); ++l) {
     auto& blk = blocks_[l];
@@ -151,14 +175,17 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& idx) {
     auto f = at::gelu(at::linear(m, blk->mlp->c_fc->weight, blk->mlp->c_fc->bias),
                       "tanh");  // [B, T, 4C]
     x = x + at::linear(f, blk->mlp->c_proj->weight, blk->mlp->c_proj->bias);
-    if (hooks_) x = hooks_->after(int(l) + 1, x);
+    if (hooks_) x = hooks_->after(int(l) + 1, x, BackwardReads::values);
   }
-  return at::layer_norm(x, {C}, ln_f_w_, ln_f_b_, 1e-5);  // [B, T, C]
+  const int ln_f_unit = int(blocks_.size()) + 1;
+  if (hooks_) hooks_->before(ln_f_unit);
+  x = at::layer_norm(x, {C}, ln_f_w_, ln_f_b_, 1e-5);  // [B, T, C]
+  return hooks_ ? hooks_->after(ln_f_unit, x, BackwardReads::values) : x;
 }
 
 torch::Tensor GptImpl::logits(const torch::Tensor& idx) {
   auto out = at::linear(hidden(idx), wte_);  // [B, T, V]
-  return hooks_ ? hooks_->after(0, out) : out;
+  return hooks_ ? hooks_->after(0, out, BackwardReads::values) : out;
 }
 
 torch::Tensor GptImpl::loss(const torch::Tensor& idx, const torch::Tensor& targets) {
@@ -168,19 +195,22 @@ torch::Tensor GptImpl::loss(const torch::Tensor& idx, const torch::Tensor& targe
   if (head_chunk_rows_ <= 0) {
     auto logits = at::linear(x, wte_);  // [B*T, V]
     auto out = at::nll_loss(at::log_softmax(logits, -1, at::kFloat), y);
-    return hooks_ ? hooks_->after(0, out) : out;
+    return hooks_ ? hooks_->after(0, out, BackwardReads::values) : out;
   }
+  // The chunked head keeps its gradients, not wte: backward reads nothing of unit 0 (the
+  // embedding lookup's backward needs only the indices).
   auto out = chunked_head_loss(x, wte_, y, head_chunk_rows_, head_matmul_dtype_);
-  return hooks_ ? hooks_->after(0, out) : out;
+  return hooks_ ? hooks_->after(0, out, BackwardReads::nothing) : out;
 }
 
 std::vector<std::vector<size_t>> GptImpl::parameter_units() {
-  std::vector<std::vector<size_t>> units(blocks_.size() + 1);
+  std::vector<std::vector<size_t>> units(blocks_.size() + 2);
   size_t i = 0;
   for (const auto& item : named_parameters()) {
     const std::string& name = item.key();
     size_t unit = 0;
     if (name.rfind("h.", 0) == 0) unit = 1 + std::stoul(name.substr(2, name.find('.', 2) - 2));
+    if (name.rfind("ln_f.", 0) == 0) unit = blocks_.size() + 1;
     units.at(unit).push_back(i++);
   }
   return units;

@@ -17,14 +17,23 @@ namespace hpc::train {
 
 struct GptBlock;  // model.cc
 
+// allocated: the parameters are built and initialised (init_weights). deferred: they have their
+// shapes but no storage; a sharded strategy materialises each unit in its own buffer and fills
+// it with init_parameter, unit after unit in parameter order, so that no rank ever holds the
+// whole model and the values equal init_weights' (the generator is drawn in the same order).
+enum class ParameterStorage { allocated, deferred };
+
 class GptImpl : public torch::nn::Module {
  public:
-  explicit GptImpl(const GptConfig& config);
+  explicit GptImpl(const GptConfig& config, ParameterStorage storage = ParameterStorage::allocated);
 
   // GPT-2 initialisation from the current default generator (torch::manual_seed first):
   // weights normal(0, 0.02), residual projections (attn.c_proj, mlp.c_proj) normal(0,
   // 0.02/sqrt(2 n_layer)), biases zero, LayerNorm weight 1 and bias 0.
   void init_weights();
+  // The same for parameter `index` (named_parameters() order), into `values` (its shape):
+  // init_weights is this over every parameter in order.
+  void init_parameter(size_t index, at::Tensor values) const;
 
   // idx [B, T] int64 -> logits [B, T, V].
   torch::Tensor logits(const torch::Tensor& idx);
@@ -41,13 +50,15 @@ class GptImpl : public torch::nn::Module {
   void set_head_matmul_dtype(c10::ScalarType t) { head_matmul_dtype_ = t; }
 
   // Sharded strategies (unit_hooks.h): the indices, in named_parameters() order, of each unit's
-  // parameters (unit 0: wte, wpe, ln_f; unit 1 + l: block l), and the hooks the forward pass
+  // parameters (unit 0: wte, wpe; unit 1 + l: block l; unit n_layer + 1: ln_f), and the hooks
+  // the forward pass
   // calls (none by default; the model does not own them).
   std::vector<std::vector<size_t>> parameter_units();
   void set_unit_hooks(UnitHooks* hooks) { hooks_ = hooks; }
 
  private:
   torch::Tensor hidden(const torch::Tensor& idx);  // [B, T] -> [B, T, C] after ln_f
+  void init_named(const std::string& name, at::Tensor values) const;
 
   GptConfig config_;
   int64_t head_chunk_rows_ = 512;

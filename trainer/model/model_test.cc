@@ -42,12 +42,16 @@ TEST_CASE("units: the embedding/head group, then one per block, in parameter ord
   std::vector<std::string> names;
   for (auto& p : m->named_parameters()) names.push_back(p.key());
   const auto units = m->parameter_units();
-  REQUIRE(units.size() == 3);  // 2 blocks + unit 0
-  std::vector<std::string> unit0;
-  for (size_t i : units[0]) unit0.push_back(names.at(i));
-  CHECK(unit0 == std::vector<std::string>{"wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias"});
-  size_t total = units[0].size();
-  for (size_t l = 1; l < units.size(); ++l) {
+  REQUIRE(units.size() == 4);  // unit 0, 2 blocks, ln_f
+  auto names_of = [&](size_t u) {
+    std::vector<std::string> out;
+    for (size_t i : units[u]) out.push_back(names.at(i));
+    return out;
+  };
+  CHECK(names_of(0) == std::vector<std::string>{"wte.weight", "wpe.weight"});
+  CHECK(names_of(3) == std::vector<std::string>{"ln_f.weight", "ln_f.bias"});
+  size_t total = units[0].size() + units[3].size();
+  for (size_t l = 1; l + 1 < units.size(); ++l) {
     CHECK(units[l].size() == 12);  // ln_1, c_attn, c_proj, ln_2, c_fc, c_proj: weight + bias each
     for (size_t i : units[l]) CHECK(names.at(i).rfind("h." + std::to_string(l - 1) + ".", 0) == 0);
     total += units[l].size();
@@ -60,8 +64,8 @@ TEST_CASE("the forward pass calls the unit hooks in order", "[model]") {
   struct Recorder : UnitHooks {
     std::vector<std::string> calls;
     void before(int u) override { calls.push_back("b" + std::to_string(u)); }
-    at::Tensor after(int u, const at::Tensor& out) override {
-      calls.push_back("a" + std::to_string(u));
+    at::Tensor after(int u, const at::Tensor& out, BackwardReads reads) override {
+      calls.push_back("a" + std::to_string(u) + (reads == BackwardReads::nothing ? "-" : ""));
       return out;
     }
   } rec;
@@ -71,11 +75,13 @@ TEST_CASE("the forward pass calls the unit hooks in order", "[model]") {
   const auto plain = m->loss(idx, idx);
   m->set_unit_hooks(&rec);
   const auto hooked = m->loss(idx, idx);
-  CHECK(rec.calls == std::vector<std::string>{"b0", "b1", "a1", "b2", "a2", "a0"});
+  // The chunked head reads nothing of unit 0 in backward ("a0-"); the logits' product does.
+  CHECK(rec.calls == std::vector<std::string>{"b0", "b1", "a1", "b2", "a2", "b3", "a3", "a0-"});
   CHECK(hooked.item<double>() == plain.item<double>());
   rec.calls.clear();
   m->logits(idx);
-  CHECK(rec.calls.size() == 6);
+  CHECK(rec.calls.back() == "a0");
+  CHECK(rec.calls.size() == 8);
   m->set_unit_hooks(nullptr);
 }
 
