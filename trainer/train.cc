@@ -517,6 +517,9 @@ int run_train(const TrainOptions& o) {
                            describe(config), double(parameter_count(config)) / 1e6, B, T, accum,
                            rdv.world, strategy->name(), o.total_batch_tokens, device.str(),
                            at::get_num_threads()));
+  if (const std::string layout = strategy->layout(); !layout.empty()) {
+    print0(rank, fmt::format("{}: {}", strategy->name(), layout));
+  }
 
   std::vector<int64_t> window;
   for (int64_t step = first_step; step < o.max_steps; ++step) {

@@ -83,6 +83,12 @@ class Ddp final : public Strategy {
   bool shards_parameters() const override { return false; }
   UnitHooks* unit_hooks() override { return nullptr; }
 
+  std::string layout() const override {
+    return fmt::format("{} gradient buckets of {} parameters (first {} MiB, then {} MiB)",
+                       buckets_.size(), params_.size(), options_.first_bucket_mb,
+                       options_.bucket_cap_mb);
+  }
+
   void set_gradient_sync(bool sync) override { sync_ = sync; }
 
   void finish_gradients() override {
