@@ -64,23 +64,41 @@ double peak_flops(const c10::Device& d, double peak_tflops_flag) {
   return 0;
 }
 
-AutocastScope::AutocastScope(bool on) : on_(on) {
+bool use_bf16(const std::string& precision, const c10::Device& d) {
+  if (precision == "auto") return d.is_cuda();
+  if (precision == "bf16") return true;
+  if (precision == "fp32") return false;
+  throw UserError("--precision", fmt::format("unknown precision '{}'", precision),
+                  "use auto (bf16 on CUDA, fp32 on the CPU), fp32 or bf16");
+}
+
+AutocastScope::AutocastScope(bool on, const c10::Device& d) : on_(on), cpu_(!d.is_cuda()) {
   if (!on_) return;
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-  at::autocast::set_autocast_enabled(at::kCUDA, true);
+  const auto type = cpu_ ? at::kCPU : at::kCUDA;
+  at::autocast::set_autocast_dtype(type, at::kBFloat16);
+  at::autocast::set_autocast_enabled(type, true);
 #else
-  at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-  at::autocast::set_enabled(true);
+  if (cpu_) {
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::autocast::set_cpu_enabled(true);
+  } else {
+    at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+    at::autocast::set_enabled(true);
+  }
 #endif
 }
 
 AutocastScope::~AutocastScope() {
   if (!on_) return;
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-  at::autocast::set_autocast_enabled(at::kCUDA, false);
+  at::autocast::set_autocast_enabled(cpu_ ? at::kCPU : at::kCUDA, false);
 #else
-  at::autocast::set_enabled(false);
+  if (cpu_) {
+    at::autocast::set_cpu_enabled(false);
+  } else {
+    at::autocast::set_enabled(false);
+  }
 #endif
   at::autocast::clear_cache();
 }

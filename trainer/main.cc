@@ -58,6 +58,10 @@ void add_runtime_flags(CLI::App* app, RuntimeOptions& r) {
   app->add_option("--head-chunk", r.head_chunk,
                   "rows per chunk of the fused head + cross-entropy (default 512 on CPU, 4096 on "
                   "CUDA); 0 materialises all logits");
+  app->add_option("--precision", r.precision,
+                  "auto (bf16 on CUDA, fp32 on the CPU), fp32, or bf16 (autocast; fsdp gathers "
+                  "parameters in bf16; master weights, reductions and AdamW stay fp32)")
+      ->capture_default_str();
 }
 
 // `hpctrain train`: the flags and where they land.

@@ -23,7 +23,7 @@ many=(--bucket-cap-mb 0.02 --first-bucket-mb 0.01)
 
 # TAG: the number of gradient buckets rank 0 reported.
 buckets() {
-  sed -n 's/^[a-z0-9]*: \([0-9]*\) gradient buckets.*/\1/p' "$WORK/${1}_0.log"
+  sed -n 's/^[a-z0-9]*: \([0-9]*\) gradient buckets\{0,1\} of .*/\1/p' "$WORK/${1}_0.log"
 }
 
 # The reference: one process, accumulation 8.

@@ -135,9 +135,14 @@ class C10dCommunicator final : public Communicator {
     }
 #endif
     const int64_t S = in.numel();
+    // Gloo in LibTorch 1.13 refuses bf16 ("Invalid scalar type"); an all-gather only moves
+    // bytes, so bf16 travels as fp16's bit patterns (same size; no arithmetic on them).
+    const bool as_half = in.scalar_type() == at::kBFloat16;
+    const at::Tensor src = as_half ? in.view(at::kHalf) : in;
+    const at::Tensor dst = as_half ? out.view(at::kHalf) : out;
     std::vector<std::vector<at::Tensor>> outputs(1);
-    for (int r = 0; r < world_; ++r) outputs[0].push_back(out.narrow(0, r * S, S));
-    std::vector<at::Tensor> inputs{in};
+    for (int r = 0; r < world_; ++r) outputs[0].push_back(dst.narrow(0, r * S, S));
+    std::vector<at::Tensor> inputs{src};
     // Gloo copies its result into the tensors given before the work completes.
     return pending(pg_->allgather(outputs, inputs));
   }

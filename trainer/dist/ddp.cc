@@ -84,9 +84,9 @@ class Ddp final : public Strategy {
   UnitHooks* unit_hooks() override { return nullptr; }
 
   std::string layout() const override {
-    return fmt::format("{} gradient buckets of {} parameters (first {} MiB, then {} MiB)",
-                       buckets_.size(), params_.size(), options_.first_bucket_mb,
-                       options_.bucket_cap_mb);
+    return fmt::format("{} gradient bucket{} of {} parameters (first {} MiB, then {} MiB)",
+                       buckets_.size(), buckets_.size() == 1 ? "" : "s", params_.size(),
+                       options_.first_bucket_mb, options_.bucket_cap_mb);
   }
 
   void set_gradient_sync(bool sync) override { sync_ = sync; }

@@ -21,8 +21,9 @@
 // (what PyTorch's FSDP does with storage resize): the parameters, and autograd's saved references
 // to them, share that storage, so they see the values again when the unit is gathered for
 // backward. Writes go through the collectives, not through the parameters, so autograd's version
-// counters are untouched. On CUDA the buffer is bf16 (the mixed-precision policy: parameters
-// gathered in bf16; master weights, gradient reductions and the optimiser in fp32).
+// counters are untouched. Under --precision bf16 (the default on CUDA) the buffer is bf16 (the
+// mixed-precision policy: parameters gathered in bf16; master weights, gradient reductions and
+// the optimiser in fp32).
 
 #include <algorithm>
 #include <cmath>
@@ -96,7 +97,7 @@ class Fsdp final : public Strategy, public UnitHooks {
     torch::NoGradGuard no_grad;
     params_ = params;
     const auto device = params_.at(0).device();
-    param_dtype_ = device.is_cuda() ? at::kBFloat16 : at::kFloat;
+    param_dtype_ = options_.bf16_params ? at::kBFloat16 : at::kFloat;
     {  // every rank starts from rank 0's values
       std::vector<at::Tensor> data;
       for (auto& p : params_) data.push_back(p.detach());
