@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "metrics/metrics.h"
+#include "torch_compat.h"
 
 #if HPC_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -65,23 +66,12 @@ double peak_flops(const c10::Device& d, double peak_tflops_flag) {
 }
 
 AutocastScope::AutocastScope(bool on) : on_(on) {
-  if (!on_) return;
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-  at::autocast::set_autocast_enabled(at::kCUDA, true);
-#else
-  at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-  at::autocast::set_enabled(true);
-#endif
+  if (on_) compat::set_cuda_bf16_autocast(true);
 }
 
 AutocastScope::~AutocastScope() {
   if (!on_) return;
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-  at::autocast::set_autocast_enabled(at::kCUDA, false);
-#else
-  at::autocast::set_enabled(false);
-#endif
+  compat::set_cuda_bf16_autocast(false);
   at::autocast::clear_cache();
 }
 

@@ -32,6 +32,8 @@
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/torch.h>
 
+#include "torch_compat.h"
+
 #include "dist/communicator_group.h"
 #include "dist/strategies.h"
 #include "dist/zero.h"
@@ -359,7 +361,7 @@ class Fsdp final : public Strategy, public UnitHooks {
   std::vector<at::Tensor> params_;
   std::vector<size_t> unit_of_, slot_of_;
   std::vector<Unit> units_;
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<compat::GradAccumulatorPtr> accumulators_;
   c10::ScalarType param_dtype_ = at::kFloat;
   bool callback_queued_ = false;
   bool reduced_ = false;
