@@ -189,16 +189,14 @@ class Fsdp final : public Strategy, public UnitHooks {
 
   double clip_and_step(double max_norm, double lr) override {
     torch::NoGradGuard no_grad;
-    double sumsq = 0;
+    std::vector<at::Tensor> grad_shards;
     for (auto& u : units_) {
       if (u.gathering || u.reducing) {
         throw std::logic_error("fsdp: a collective is still in flight at the step");
       }
-      if (plain_cpu_float(u.grad_shard)) {
-        sumsq += sum_of_squares(u.grad_shard.data_ptr<float>(), u.S);
-      } else
-        sumsq += u.grad_shard.to(at::kDouble).pow(2).sum().item<double>();
+      grad_shards.push_back(u.grad_shard);
     }
+    const double sumsq = sum_of_squares(grad_shards);  // one device synchronisation
     const double total = std::sqrt(group_.checked("fsdp gradient norm all-reduce", [&] {
       return sum_over_ranks(group_.comm(), sumsq, group_.device());
     }));
