@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "metrics/metrics.h"
+#include "torch_compat.h"
 
 #if HPC_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -73,33 +74,12 @@ bool use_bf16(const std::string& precision, const c10::Device& d) {
 }
 
 AutocastScope::AutocastScope(bool on, const c10::Device& d) : on_(on), cpu_(!d.is_cuda()) {
-  if (!on_) return;
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-  const auto type = cpu_ ? at::kCPU : at::kCUDA;
-  at::autocast::set_autocast_dtype(type, at::kBFloat16);
-  at::autocast::set_autocast_enabled(type, true);
-#else
-  if (cpu_) {
-    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-    at::autocast::set_cpu_enabled(true);
-  } else {
-    at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-    at::autocast::set_enabled(true);
-  }
-#endif
+  if (on_) compat::set_bf16_autocast(cpu_, true);
 }
 
 AutocastScope::~AutocastScope() {
   if (!on_) return;
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-  at::autocast::set_autocast_enabled(cpu_ ? at::kCPU : at::kCUDA, false);
-#else
-  if (cpu_) {
-    at::autocast::set_cpu_enabled(false);
-  } else {
-    at::autocast::set_enabled(false);
-  }
-#endif
+  compat::set_bf16_autocast(cpu_, false);
   at::autocast::clear_cache();
 }
 

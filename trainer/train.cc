@@ -96,10 +96,16 @@ struct Batch {
 Batch next_batch(DataIterator& it, std::vector<int64_t>& window, int64_t B, int64_t T,
                  const at::Device& device) {
   it.next(window);
-  auto all = torch::from_blob(window.data(), {B * T + 1}, torch::kLong);
+  auto all = torch::from_blob(window.data(), {B * T + 1}, torch::kLong);  // [B T + 1]
+  // CUDA: one copy of the window into pinned memory (the caching host allocator's, which keeps a
+  // block until the copy that reads it is done), then one asynchronous copy to the device that
+  // overlaps the previous step's kernels; `window` is free for the next batch at once. CPU: a
+  // copy, as `window` is refilled for the next batch.
+  const at::Tensor on_device =
+      device.is_cuda() ? all.pin_memory().to(device, /*non_blocking=*/true) : all.clone();
   Batch b;
-  b.x = all.narrow(0, 0, B * T).view({B, T}).to(device, /*non_blocking=*/false, /*copy=*/true);
-  b.y = all.narrow(0, 1, B * T).view({B, T}).to(device, false, true);
+  b.x = on_device.narrow(0, 0, B * T).view({B, T});
+  b.y = on_device.narrow(0, 1, B * T).view({B, T});
   return b;
 }
 

@@ -21,6 +21,8 @@
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/torch.h>
 
+#include "torch_compat.h"
+
 #include "dist/communicator_group.h"
 #include "dist/strategies.h"
 #include "dist/zero.h"
@@ -227,7 +229,7 @@ class Ddp final : public Strategy {
   CommunicatorGroup group_;
   StrategyOptions options_;
   std::vector<at::Tensor> params_;
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<compat::GradAccumulatorPtr> accumulators_;
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_, slot_of_;
   bool sync_ = true;

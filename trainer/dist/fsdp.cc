@@ -33,6 +33,8 @@
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/torch.h>
 
+#include "torch_compat.h"
+
 #include "dist/communicator_group.h"
 #include "dist/strategies.h"
 #include "dist/zero.h"
@@ -188,16 +190,14 @@ class Fsdp final : public Strategy, public UnitHooks {
 
   double clip_and_step(double max_norm, double lr) override {
     torch::NoGradGuard no_grad;
-    double sumsq = 0;
+    std::vector<at::Tensor> grad_shards;
     for (auto& u : units_) {
       if (u.gathering || u.reducing) {
         throw std::logic_error("fsdp: a collective is still in flight at the step");
       }
-      if (plain_cpu_float(u.grad_shard)) {
-        sumsq += sum_of_squares(u.grad_shard.data_ptr<float>(), u.S);
-      } else
-        sumsq += u.grad_shard.to(at::kDouble).pow(2).sum().item<double>();
+      grad_shards.push_back(u.grad_shard);
     }
+    const double sumsq = sum_of_squares(grad_shards);  // one device synchronisation
     const double total = std::sqrt(group_.checked("fsdp gradient norm all-reduce", [&] {
       return sum_over_ranks(group_.comm(), sumsq, group_.device());
     }));
@@ -360,7 +360,7 @@ class Fsdp final : public Strategy, public UnitHooks {
   std::vector<at::Tensor> params_;
   std::vector<size_t> unit_of_, slot_of_;
   std::vector<Unit> units_;
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<compat::GradAccumulatorPtr> accumulators_;
   c10::ScalarType param_dtype_ = at::kFloat;
   bool callback_queued_ = false;
   bool reduced_ = false;

@@ -9,6 +9,8 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include "torch_compat.h"
+
 namespace hpc::train {
 
 namespace {
@@ -131,7 +133,7 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& idx) {
     auto k = parts[1].view({B, T, H, hs}).transpose(1, 2);
     auto v = parts[2].view({B, T, H, hs}).transpose(1, 2);
     torch::Tensor y;
-#if TORCH_VERSION_MAJOR >= 2
+#if HPC_TORCH_AT_LEAST(2, 0)
     // Fused (flash / memory-efficient) attention where LibTorch has it.
     y = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);  // [B, H, T, hs]
 #else
