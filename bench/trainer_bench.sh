@@ -1,17 +1,29 @@
 #!/usr/bin/env bash
-# hpctrain's CPU figures, measured in one run on this machine:
-#   1. tokens/s of hpctrain (1 process) vs the PyTorch reference (nanoGPT's model.py structure,
-#      Debian's python3-torch) at L4 H4 C256 T256 B4 V50304, 1 thread each, same OpenBLAS;
+# hpctrain's CPU figures, measured side by side in one run on this machine, 1 thread each
+# (OMP_NUM_THREADS=1, --threads 1), L4 H4 C256 T256 B4 V50304:
+#   1. tokens/s of hpctrain (1 process) vs the PyTorch reference GPT-2 (tests/trainer/
+#      reference_gpt.py: nanoGPT's model.py in structure, written for this repository, with
+#      nanoGPT's SDPA attention where torch has it), eager and under torch.compile, both on the
+#      torch wheel of the tests' Python environment (scripts/install-deps.sh --python);
 #   2. DDP efficiency: 2 ranks x 1 thread vs 1 rank x 1 thread (tokens/s per rank);
-#   3. training FLOP/s (6N + 12LCT per token) as a fraction of the measured sgemm rate.
-# The two implementations alternate (ABAB) so that load from other processes hits both alike.
+#   3. training FLOP/s (6N + 12LCT per token) as a fraction of the sgemm rate measured through
+#      the LibTorch each one runs on (hpctrain: the one it is built with; the reference: the
+#      wheel).
+# The implementations alternate (ABCABC) so that load from other processes hits them alike; the
+# figures are the medians of the steps after the first two (torch.compile compiles in the first),
+# as wall-clock tokens/s and as tokens per CPU-second (robust to load from others).
 # Usage: bench/trainer_bench.sh [PATH/TO/hpctrain]   (STEPS=N to change the 12 steps per run;
-# NANOGPT_MODEL=/path/to/nanoGPT/model.py to time nanoGPT's own model.py as the reference)
+# ROUNDS=N the 2 rounds; NANOGPT_MODEL=/path/to/nanoGPT/model.py to time nanoGPT's own model.py
+# as the reference: fetch it yourself, it is not part of this repository)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-HPCTRAIN=${1:-$here/../build-trainer/trainer/hpctrain}
+HPCTRAIN=${1:-$here/../build/trainer/hpctrain}
 STEPS=${STEPS:-12}
-PY=/usr/bin/python3  # Debian's python3-torch lives here; another python3 may come first on PATH
+ROUNDS=${ROUNDS:-2}
+venv=$("$here/../scripts/install-deps.sh" --python-venv-path)
+PY=$venv/bin/python
+[[ -x $PY ]] || { echo "trainer_bench: no $PY: run scripts/install-deps.sh --python" >&2; exit 2; }
+[[ -x $HPCTRAIN ]] || { echo "trainer_bench: no hpctrain at $HPCTRAIN (build it first)" >&2; exit 2; }
 L=4 H=4 C=256 T=256 B=4 V=50304
 work=$(mktemp -d "${TMPDIR:-/tmp}/trainer-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -24,19 +36,36 @@ hpctrain_run() {  # METRICS [extra args]
   shift
   "$HPCTRAIN" train --data "$work/tokens_train.npy" --n-layer $L --n-head $H --n-embd $C \
     --block-size $T --vocab-size $V --micro-batch $B --seq-len $T --total-batch-tokens $((B * T)) \
-    --max-steps "$STEPS" --eval-every 0 --threads 1 --log-every 1000000 --metrics "$m" "$@" >/dev/null
+    --max-steps "$STEPS" --eval-every 0 --threads 1 --log-every 1000000 --metrics "$m" "$@" >"$m.log"
 }
-median_tps() {  # METRICS -> "tokens/s cpu_ms": medians over the steps after the first two
-  "$PY" -c "import json,statistics; v=[json.loads(l) for l in open('$1') if '\"loss\"' in l][2:]; print(statistics.median(x['tokens_per_s'] for x in v), statistics.median(x['cpu_ms'] for x in v))"
+median_tps() {  # METRICS -> {"tokens_per_s", "cpu_ms"}: medians over the steps after the first two
+  "$PY" -c "import json,statistics; v=[json.loads(l) for l in open('$1') if '\"loss\"' in l][2:]; print(json.dumps({'tokens_per_s': statistics.median(x['tokens_per_s'] for x in v), 'cpu_ms': statistics.median(x['cpu_ms'] for x in v)}))"
+}
+reference_run() {  # MODE
+  "$PY" "$here/trainer_reference_step.py" "$work/tokens_train.npy" $L $H $C $T $B $V "$STEPS" 1 "$1" \
+    2>"$work/ref-$1.err" || { cat "$work/ref-$1.err" >&2; exit 1; }
 }
 
+# Which LibTorch hpctrain runs on: the one its binary links, and an sgemm through it (the wheel's
+# python when it is the wheel's; else Debian's python3-torch, the same 1.13 and BLAS as Debian's
+# libtorch-dev).
+hpctrain_torch=$(ldd "$HPCTRAIN" | grep -o '/[^ ]*libtorch_cpu[^ ]*' | head -n1)
+hpctrain_torch=$(readlink -f "$hpctrain_torch")
+case $hpctrain_torch in
+  "$(readlink -f "$venv")"/*) hpc_py=$PY ;;
+  *) hpc_py=/usr/bin/python3 ;;
+esac
+hpc_torch_version=$("$hpc_py" -c "import torch; print(torch.__version__)")
+
 load_before=$(cut -d' ' -f1 /proc/loadavg)
-sgemm=$("$PY" "$here/trainer_sgemm.py" 1)
-ours=() theirs=()
-for round in 1 2; do
+sgemm_wheel=$("$PY" "$here/trainer_sgemm.py" 1)
+sgemm_hpc=$("$hpc_py" "$here/trainer_sgemm.py" 1)
+ours=() eager=() compiled=()
+for round in $(seq "$ROUNDS"); do
   hpctrain_run "$work/ours$round.jsonl"
   ours+=("$(median_tps "$work/ours$round.jsonl")")
-  theirs+=("$("$PY" "$here/trainer_reference_step.py" "$work/tokens_train.npy" $L $H $C $T $B $V "$STEPS" 1)")
+  eager+=("$(reference_run eager)")
+  compiled+=("$(reference_run compile)")
 done
 
 # DDP: 2 ranks, each its own micro-batch of B x T (accumulation 1), vs the 1-rank runs above.
@@ -46,52 +75,61 @@ for r in 0 1; do
     hpctrain_run "$work/ddp$r.jsonl" --strategy ddp --total-batch-tokens $((2 * B * T)) &
 done
 wait
-ddp=$(median_tps "$work/ddp0.jsonl" | cut -d' ' -f1)
+ddp=$(median_tps "$work/ddp0.jsonl")
 load_after=$(cut -d' ' -f1 /proc/loadavg)
 
-"$PY" - "$sgemm" "$ddp" "$load_before" "$load_after" "${ours[@]}" "${theirs[@]}" <<PYEOF
-import json, statistics, sys
-sgemm = json.loads(sys.argv[1])["sgemm_gflops"]
-ddp, load0, load1 = float(sys.argv[2]), sys.argv[3], sys.argv[4]
-ours_cpu = [float(x.split()[1]) for x in sys.argv[5:7]]
-ours = [float(x.split()[0]) for x in sys.argv[5:7]]
-ref = [json.loads(x) for x in sys.argv[7:9]]
-tokens_per_step = $B * $T
-L, H, C, T, V = $L, $H, $C, $T, $V
-N = V * C + L * (12 * C * C + 13 * C) + 2 * C          # weights without the position table
+export FIG_OURS="[$(IFS=,; echo "${ours[*]}")]" FIG_EAGER="[$(IFS=,; echo "${eager[*]}")]"
+export FIG_COMPILED="[$(IFS=,; echo "${compiled[*]}")]" FIG_DDP=$ddp
+export FIG_SGEMM_WHEEL=$sgemm_wheel FIG_SGEMM_HPC=$sgemm_hpc FIG_LOAD="$load_before/$load_after"
+export FIG_HPC_TORCH="$hpc_torch_version ($hpctrain_torch)" FIG_SHAPE="$L $H $C $T $B $V"
+"$PY" - <<'PYEOF'
+import json, os, statistics
+env = lambda k: json.loads(os.environ[k])
+ours, eager, compiled, ddp = env("FIG_OURS"), env("FIG_EAGER"), env("FIG_COMPILED"), env("FIG_DDP")
+# CPU-time rates on both sides: the training figures are per CPU-second too.
+sg_wheel = env("FIG_SGEMM_WHEEL")["sgemm_gflops_cpu_time"]
+sg_hpc = env("FIG_SGEMM_HPC")["sgemm_gflops_cpu_time"]
+L, H, C, T, B, V = map(int, os.environ["FIG_SHAPE"].split())
+N = V * C + L * (12 * C * C + 13 * C) + 2 * C  # weights without the position table
 flops_per_token = 6 * N + 12 * L * C * T
-best_ours, best_ref = max(ours), max(r["tokens_per_s"] for r in ref)
-# Tokens per CPU-second: what each would do on a core of its own (robust to load from others).
-cpu_ours = tokens_per_step / (min(ours_cpu) / 1e3)
-cpu_ref = tokens_per_step / (min(r["cpu_ms"] for r in ref) / 1e3)
-one = statistics.median(ours)
-fig = {
-  "config": f"L{L} H{H} C{C} T{T} B{$B} V{V}, 1 thread",
-  "hpctrain_tokens_per_s": ours,
-  "reference_tokens_per_s": [r["tokens_per_s"] for r in ref],
-  "speedup_best_vs_best": best_ours / best_ref,
-  "hpctrain_tokens_per_cpu_s": cpu_ours,
-  "reference_tokens_per_cpu_s": cpu_ref,
-  "speedup_cpu_time": cpu_ours / cpu_ref,
-  "ddp_2x1_tokens_per_s": ddp,
-  "ddp_efficiency": ddp / (2 * one),
-  "sgemm_gflops_1_thread": sgemm,
-  "train_gflops": flops_per_token * best_ours / 1e9,
-  "fraction_of_sgemm": flops_per_token * best_ours / 1e9 / sgemm,
-  "train_gflops_per_cpu_s": flops_per_token * cpu_ours / 1e9,
-  "fraction_of_sgemm_cpu_time": flops_per_token * cpu_ours / 1e9 / sgemm,
-  "loadavg_before_after": [load0, load1],
-}
-ours_s = ", ".join("%.0f" % x for x in ours)
-ref_s = ", ".join("%.0f" % r["tokens_per_s"] for r in ref)
-print("hpctrain   tokens/s: %s" % ours_s)
-print("reference  tokens/s: %s   (%s, python3-torch)" % (ref_s, ref[0].get("reference", "reference")))
-print("speed-up (best/best): %.2fx wall; %.2fx in tokens per CPU-second (%.0f vs %.0f)"
-      % (fig["speedup_best_vs_best"], fig["speedup_cpu_time"], cpu_ours, cpu_ref))
-print("DDP 2 ranks x 1 thread: %.0f tokens/s, efficiency %.2f" % (ddp, fig["ddp_efficiency"]))
-print("sgemm 1 thread: %.1f GFLOP/s; training %.1f GFLOP/s = %.0f%% of it (per CPU-second: %.1f = %.0f%%)"
-      % (sgemm, fig["train_gflops"], 100 * fig["fraction_of_sgemm"], fig["train_gflops_per_cpu_s"],
-         100 * fig["fraction_of_sgemm_cpu_time"]))
-print("load average before/after: %s/%s (2 cores shared with other work)" % (load0, load1))
+tokens = B * T
+
+def summary(runs):  # best wall tokens/s, best tokens per CPU-second
+    return max(r["tokens_per_s"] for r in runs), tokens / (min(r["cpu_ms"] for r in runs) / 1e3)
+
+rows = [("hpctrain", os.environ["FIG_HPC_TORCH"], ours, sg_hpc),
+        ("reference eager", eager[0]["torch"] + " wheel", eager, sg_wheel),
+        ("reference torch.compile", compiled[0]["torch"] + " wheel", compiled, sg_wheel)]
+fig = {"config": f"L{L} H{H} C{C} T{T} B{B} V{V}, 1 thread", "load_before_after": os.environ["FIG_LOAD"],
+       "sgemm_gflops_hpctrain_torch": sg_hpc, "sgemm_gflops_wheel": sg_wheel}
+print(f"config L{L} H{H} C{C} T{T} B{B} V{V}, 1 thread each; medians of steps 3.. of each run")
+print("%-24s %-40s %-22s %9s %12s %9s" % ("", "torch", "tokens/s (each run)", "best", "tok/CPU-s",
+                                         "% sgemm"))
+best = {}
+for name, torch_v, runs, sg in rows:
+    wall, cpu = summary(runs)
+    best[name] = (wall, cpu)
+    frac = flops_per_token * cpu / 1e9 / sg
+    print("%-24s %-40s %-22s %9.0f %12.0f %8.0f%%" % (
+        name, torch_v[:40], ", ".join("%.0f" % r["tokens_per_s"] for r in runs), wall, cpu, 100 * frac))
+    fig[name] = {"tokens_per_s": [r["tokens_per_s"] for r in runs], "tokens_per_cpu_s": cpu,
+                 "fraction_of_sgemm_cpu_time": frac}
+for ref in ("reference eager", "reference torch.compile"):
+    w = best["hpctrain"][0] / best[ref][0]
+    c = best["hpctrain"][1] / best[ref][1]
+    print("hpctrain / %-24s %.2fx wall (best/best), %.2fx per CPU-second" % (ref, w, c))
+    fig["speedup_vs_" + ref.split()[-1]] = {"wall": w, "cpu_time": c}
+one = statistics.median(r["tokens_per_s"] for r in ours)
+one_cpu = statistics.median(r["cpu_ms"] for r in ours)
+# The DDP run's tokens/s count both ranks' tokens; each rank's CPU time is for its own B x T.
+eff, eff_cpu = ddp["tokens_per_s"] / (2 * one), one_cpu / ddp["cpu_ms"]
+print("DDP 2 ranks x 1 thread: %.0f tokens/s (both ranks); efficiency %.2f wall, %.2f per "
+      "CPU-second" % (ddp["tokens_per_s"], eff, eff_cpu))
+print("sgemm 1 thread (2048^3, per CPU-second): %.1f GFLOP/s through hpctrain's LibTorch, %.1f "
+      "through the wheel; %% sgemm = (6N + 12LCT) x tokens per CPU-second / that" % (sg_hpc, sg_wheel))
+print("load average before/after: %s (2 cores shared with other work)" % os.environ["FIG_LOAD"])
+fig.update({"ddp_2x1_tokens_per_s": ddp["tokens_per_s"], "ddp_efficiency": eff,
+            "ddp_efficiency_cpu_time": eff_cpu,
+            "compile_first_step_s": [r["first_step_s"] for r in compiled]})
 print(json.dumps(fig))
 PYEOF

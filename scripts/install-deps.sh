@@ -9,6 +9,11 @@
 #   scripts/install-deps.sh --python   only the tests' Python environment (python3-venv from apt, then
 #                                      the pinned torch/lightning/numpy of python-requirements.txt)
 #   scripts/install-deps.sh --python-venv-path   print where that environment is (or would be)
+#   scripts/install-deps.sh --torch2   the LibTorch 2.x (CUDA, NCCL) build's needs: that same
+#                                      environment (its torch wheel is the LibTorch), the gloo
+#                                      headers and the compilers; prints the CMake prefix path
+#   scripts/install-deps.sh --torch2-prefix   print the CMake prefix path of that LibTorch
+#                                      (exit 1 with a hint when the environment is missing)
 #   scripts/install-deps.sh --list     print the packages named here, one per line
 # Every program a test or script runs comes from a package named here, or from one that every
 # Debian root has (Priority: required); tests/deps/commands_test.py checks that.
@@ -38,6 +43,11 @@ trainer_pkgs=(libtorch-dev libgloo-dev libopenblas0-openmp python3 python3-torch
 packaging_pkgs=(man-db groff-base zsh bash-completion lmod dpkg-dev fakeroot file debootstrap)
 # python3-venv: the virtual environment with torch 2.x and Lightning from PyPI (python_venv below).
 python_pkgs=(python3 python3-venv)
+# The LibTorch 2.x build (CMakePresets.json, preset torch2-cuda; docs/libtorch2.md): the torch wheel
+# of the Python environment is the LibTorch (CUDA 13, NCCL from the nvidia-nccl wheel); the wheel
+# ships no gloo headers, so Debian's libgloo-dev gives them. The CUDA toolkit (nvcc, cudart
+# headers) is not a Debian 12 package: it comes with the machine (/usr/local/cuda).
+torch2_pkgs=(build-essential cmake ccache libgloo-dev python3 python3-venv)
 
 # The tests' Python environment: Debian's python3 (never a pyenv or /usr/local one, which a fresh
 # Debian 12 lacks) with exactly the pins of scripts/python-requirements.txt, in a virtual
@@ -83,8 +93,20 @@ python_venv() {
   echo "install-deps: Python environment ready in $((SECONDS - started)) s ($(du -sh "${venv}" | cut -f1)): ${venv}"
 }
 
+# TorchConfig.cmake's folder inside the environment's torch wheel (torch.utils.cmake_prefix_path).
+torch2_prefix() {
+  local venv
+  venv="$(venv_path)"
+  if [[ ! -e "${venv}/.hpclaunch-complete" ]]; then
+    echo "install-deps: no Python environment at ${venv}: run scripts/install-deps.sh --torch2" >&2
+    return 1
+  fi
+  "${venv}/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)'
+}
+
 pkgs=("${launcher_pkgs[@]}")
 with_python=0
+with_torch2=0
 case "${1:-all}" in
   --launcher) ;;
   --system) pkgs+=("${cluster_pkgs[@]}" "${trainer_pkgs[@]}") ;; # all but the tests' Python
@@ -94,14 +116,29 @@ case "${1:-all}" in
     ;;
   --python) pkgs=("${python_pkgs[@]}"); with_python=1 ;;
   --python-venv-path) venv_path; exit 0 ;;
+  --torch2) pkgs=("${torch2_pkgs[@]}"); with_python=1; with_torch2=1 ;;
+  --torch2-prefix) torch2_prefix; exit ;;
   --fresh-root) pkgs=(debootstrap iproute2 util-linux git) ;;
   --list)
     printf '%s\n' "${pkgs[@]}" "${cluster_pkgs[@]}" "${trainer_pkgs[@]}" "${packaging_pkgs[@]}" \
-      "${python_pkgs[@]}" debootstrap git
+      "${python_pkgs[@]}" "${torch2_pkgs[@]}" debootstrap git
     exit 0
     ;;
-  *) echo "usage: $0 [--launcher|--system|--all|--python|--python-venv-path|--fresh-root|--list]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--launcher|--system|--all|--python|--python-venv-path|--torch2|--torch2-prefix|--fresh-root|--list]" >&2; exit 2 ;;
 esac
+
+# After the packages: the Python environment; for --torch2 also the CUDA toolkit and the prefix.
+finish() {
+  if ((with_python)); then python_venv; fi
+  if ((with_torch2)); then
+    if ! command -v nvcc >/dev/null && [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
+      echo "install-deps: no CUDA toolkit (nvcc); the torch2-cuda build needs one in /usr/local/cuda" >&2
+      exit 1
+    fi
+    echo "install-deps: LibTorch 2.x for CMake (cmake --preset torch2-cuda finds it itself):"
+    torch2_prefix
+  fi
+}
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -111,7 +148,7 @@ for p in "${pkgs[@]}"; do
 done
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all ${#pkgs[@]} packages present"
-  if ((with_python)); then python_venv; fi
+  finish
   exit 0
 fi
 
@@ -126,4 +163,4 @@ fi
 echo "install-deps: installing ${missing[*]}"
 "${SUDO[@]}" apt-get update -qq
 "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
-if ((with_python)); then python_venv; fi
+finish

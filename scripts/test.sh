@@ -1,12 +1,24 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian 12 machine (as root, or with sudo): installs the
-# dependencies, builds everything, brings up the test Slurm cluster through CTest fixtures, runs
-# the unit and integration tests, and tears the cluster down again.
+# dependencies, builds both trees and runs their tests:
+#   build/         the default build (Debian's LibTorch 1.13, CPU): the launcher, hpctrain and
+#                  every test; brings up the test Slurm cluster through CTest fixtures
+#   build-torch2/  the main hpctrain build (LibTorch 2.x with CUDA and NCCL from the torch wheel,
+#                  cmake --preset torch2-cuda; docs/libtorch2.md): hpctrain and its tests
+#                  (unit:trainer2:*, integration:trainer2:*) on the CPU
+# Arguments go to both ctest runs. Both run even when the first fails; the exit status is
+# non-zero when either failed. Under CI=true a missing LibTorch 2.x fails the run (configure).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 scripts/install-deps.sh
+scripts/install-deps.sh --torch2
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"$(nproc)"
-cd build
-ctest --output-on-failure -j"$(nproc)" "$@"
+cmake --preset torch2-cuda
+cmake --build build-torch2 -j"$(nproc)"
+status=0
+(cd build && ctest --output-on-failure -j"$(nproc)" "$@") || status=1
+echo "test.sh: now the LibTorch 2.x build (build-torch2)"
+(cd build-torch2 && ctest --output-on-failure -j"$(nproc)" "$@") || status=1
+exit "${status}"

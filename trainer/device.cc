@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "metrics/metrics.h"
+#include "torch_compat.h"
 
 #if HPC_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -64,24 +65,21 @@ double peak_flops(const c10::Device& d, double peak_tflops_flag) {
   return 0;
 }
 
-AutocastScope::AutocastScope(bool on) : on_(on) {
-  if (!on_) return;
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-  at::autocast::set_autocast_enabled(at::kCUDA, true);
-#else
-  at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-  at::autocast::set_enabled(true);
-#endif
+bool use_bf16(const std::string& precision, const c10::Device& d) {
+  if (precision == "auto") return d.is_cuda();
+  if (precision == "bf16") return true;
+  if (precision == "fp32") return false;
+  throw UserError("--precision", fmt::format("unknown precision '{}'", precision),
+                  "use auto (bf16 on CUDA, fp32 on the CPU), fp32 or bf16");
+}
+
+AutocastScope::AutocastScope(bool on, const c10::Device& d) : on_(on), cpu_(!d.is_cuda()) {
+  if (on_) compat::set_bf16_autocast(cpu_, true);
 }
 
 AutocastScope::~AutocastScope() {
   if (!on_) return;
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-  at::autocast::set_autocast_enabled(at::kCUDA, false);
-#else
-  at::autocast::set_enabled(false);
-#endif
+  compat::set_bf16_autocast(cpu_, false);
   at::autocast::clear_cache();
 }
 

@@ -24,16 +24,22 @@ int64_t memory_in_use(const c10::Device& d);
 // unknown (CPUs).
 double peak_flops(const c10::Device& d, double peak_tflops_flag);
 
-// bf16 autocast on CUDA for the scope's lifetime (the recipe's precision); nothing when off.
+// --precision: "auto" (bf16 on CUDA, fp32 on the CPU), "fp32" or "bf16". Whether it means bf16
+// on `d`; throws UserError naming --precision for another word.
+bool use_bf16(const std::string& precision, const c10::Device& d);
+
+// bf16 autocast on the device's type (CUDA, or the CPU: what the tests run the bf16 path on) for
+// the scope's lifetime; nothing when off.
 class AutocastScope {
  public:
-  explicit AutocastScope(bool on);
+  AutocastScope(bool on, const c10::Device& d);
   ~AutocastScope();
   AutocastScope(const AutocastScope&) = delete;
   AutocastScope& operator=(const AutocastScope&) = delete;
 
  private:
   bool on_;
+  bool cpu_;
 };
 
 }  // namespace hpc::train

@@ -15,6 +15,7 @@
 #include <c10/util/Exception.h>
 #include <CLI/CLI.hpp>
 
+#include "build_info.h"
 #include "dist/bench_allreduce.h"
 #include "error.h"
 #include "man_page.h"
@@ -81,6 +82,10 @@ void add_runtime_flags(CLI::App* app, RuntimeOptions& r) {
   app->add_option("--head-chunk", r.head_chunk,
                   "rows per chunk of the fused head + cross-entropy (default 512 on CPU, 4096 on "
                   "CUDA); 0 materialises all logits");
+  app->add_option("--precision", r.precision,
+                  "auto (bf16 on CUDA, fp32 on the CPU), fp32, or bf16 (autocast; fsdp gathers "
+                  "parameters in bf16; master weights, reductions and AdamW stay fp32)")
+      ->capture_default_str();
 }
 
 // `hpctrain train`: the flags and where they land.
@@ -228,6 +233,9 @@ CLI::App* add_bench_allreduce_command(CLI::App& app, hpc::train::BenchAllreduceO
 int main(int argc, char** argv) {
   CLI::App app{"hpctrain: GPT-2 training with LibTorch (single process or DDP)"};
   app.require_subcommand(1);
+  app.set_version_flag(
+      "--version", hpc::train::build_description(),
+      "print the LibTorch version, CUDA, NCCL and Gloo this hpctrain was built with");
   // A flag given twice takes its last value, so a script can append overrides to a preset line.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
@@ -260,6 +268,8 @@ int main(int argc, char** argv) {
     return app.exit(h);
   } catch (const CLI::CallForAllHelp& h) {
     return app.exit(h);
+  } catch (const CLI::CallForVersion& v) {
+    return app.exit(v);
   } catch (const CLI::ParseError& err) {
     std::fprintf(
         stderr, "hpctrain: %s; see hpctrain %s--help\n", err.what(),

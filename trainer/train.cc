@@ -97,23 +97,29 @@ struct Batch {
 Batch next_batch(DataIterator& it, std::vector<int64_t>& window, int64_t B, int64_t T,
                  const at::Device& device) {
   it.next(window);
-  auto all = torch::from_blob(window.data(), {B * T + 1}, torch::kLong);
+  auto all = torch::from_blob(window.data(), {B * T + 1}, torch::kLong);  // [B T + 1]
+  // CUDA: one copy of the window into pinned memory (the caching host allocator's, which keeps a
+  // block until the copy that reads it is done), then one asynchronous copy to the device that
+  // overlaps the previous step's kernels; `window` is free for the next batch at once. CPU: a
+  // copy, as `window` is refilled for the next batch.
+  const at::Tensor on_device =
+      device.is_cuda() ? all.pin_memory().to(device, /*non_blocking=*/true) : all.clone();
   Batch b;
-  b.x = all.narrow(0, 0, B * T).view({B, T}).to(device, /*non_blocking=*/false, /*copy=*/true);
-  b.y = all.narrow(0, 1, B * T).view({B, T}).to(device, false, true);
+  b.x = on_device.narrow(0, 0, B * T).view({B, T});
+  b.y = on_device.narrow(0, 1, B * T).view({B, T});
   return b;
 }
 
 // Mean loss over `batches` batches from the start of `it` (which is reset first).
 double evaluate(GptImpl& model, DataIterator& it, int64_t batches, int64_t B, int64_t T,
-                const at::Device& device, bool autocast) {
+                const at::Device& device, bool bf16) {
   torch::NoGradGuard no_grad;
   it.reset();
   std::vector<int64_t> window;
   double sum = 0;
   for (int64_t i = 0; i < batches; ++i) {
     Batch b = next_batch(it, window, B, T, device);
-    AutocastScope ac(autocast);
+    AutocastScope ac(bf16, device);
     sum += model.loss(b.x, b.y).item<double>();
   }
   return sum / double(batches);
@@ -310,6 +316,7 @@ dist::StrategyOptions strategy_options(const TrainOptions& o, const at::Device& 
   so.bucket_cap_mb = o.bucket_cap_mb;
   so.first_bucket_mb = o.first_bucket_mb;
   so.device = device.str();
+  so.bf16_params = use_bf16(o.runtime.precision, device);
   so.adamw = AdamWOptions{o.beta1, o.beta2, o.eps, o.weight_decay};
   return so;
 }
@@ -317,7 +324,7 @@ dist::StrategyOptions strategy_options(const TrainOptions& o, const at::Device& 
 // The model on its device: initialised from --seed, or Hugging Face weights (--init-from). With
 // `deferred` the parameters get no storage here: the strategy materialises them (attach).
 Gpt build_model(const TrainOptions& o, const GptConfig& config, const at::Device& device,
-                bool autocast, bool deferred) {
+                bool bf16, bool deferred) {
   torch::manual_seed(o.seed);
   Gpt model(config, deferred ? ParameterStorage::deferred : ParameterStorage::allocated);
   if (!o.model.init_from.empty()) load_hf_weights(o.model.init_from, *model);
@@ -327,7 +334,7 @@ Gpt build_model(const TrainOptions& o, const GptConfig& config, const at::Device
     model->to(device);
   }
   model->set_head_chunk_rows(head_chunk_rows(o.runtime, device));
-  if (autocast) model->set_head_matmul_dtype(at::kBFloat16);
+  if (bf16) model->set_head_matmul_dtype(at::kBFloat16);
   return model;
 }
 
@@ -384,7 +391,8 @@ void validate(GptImpl& model, DataIterator& val_data, const TrainOptions& o, int
               int64_t B, int64_t T, const at::Device& device, dist::ProcessGroup& ranks,
               MetricsLog& metrics) {
   model.eval();
-  double v = evaluate(model, val_data, o.val_batches, B, T, device, device.is_cuda());
+  double v =
+      evaluate(model, val_data, o.val_batches, B, T, device, use_bf16(o.runtime.precision, device));
   v = ranks.mean_over_ranks(v);
   print0(ranks.rank(), fmt::format("step {:5d} | val loss {:.6f}", step, v));
   if (ranks.rank() == 0) metrics.write_val(step, v);
@@ -394,14 +402,14 @@ void validate(GptImpl& model, DataIterator& val_data, const TrainOptions& o, int
 // the last one's backward pass. Returns this rank's mean loss over them (a scalar on the device).
 at::Tensor forward_backward(GptImpl& model, dist::Strategy& strategy, DataIterator& data,
                             std::vector<int64_t>& window, int64_t accum, int64_t B, int64_t T,
-                            const at::Device& device) {
+                            const at::Device& device, bool bf16) {
   at::Tensor loss_accum = torch::zeros({}, torch::TensorOptions().device(device));
   for (int64_t micro = 0; micro < accum; ++micro) {
     Batch b = next_batch(data, window, B, T, device);
     strategy.set_gradient_sync(micro == accum - 1);
     at::Tensor loss;
     {
-      AutocastScope ac(device.is_cuda());
+      AutocastScope ac(bf16, device);
       loss = model.loss(b.x, b.y);  // scalar: mean over the B*T tokens
     }
     loss = loss / double(accum);  // the gradient of the mean over the whole step
@@ -504,7 +512,8 @@ int run_train(const TrainOptions& o) {
   // fsdp from --seed: no rank builds the whole model; each materialises unit after unit and
   // keeps its shard (the values are the unsharded model's: GptImpl::init_parameter).
   const bool deferred = strategy->shards_parameters() && o.model.init_from.empty();
-  Gpt model = build_model(o, config, device, /*autocast=*/device.is_cuda(), deferred);
+  const bool bf16 = use_bf16(o.runtime.precision, device);
+  Gpt model = build_model(o, config, device, bf16, deferred);
   auto params = parameters_of(*model);
   // What checkpoints record and check (before attach: fsdp frees the parameters' storage).
   const std::vector<ParamShape> layout = param_layout(*model);
@@ -524,11 +533,15 @@ int run_train(const TrainOptions& o) {
   }
   const double flops_per_token = training_flops_per_token(config, T);
   const double peak = peak_flops(device, o.peak_tflops);
-  print0(rank, fmt::format("hpctrain: model {} ({:.2f}M parameters) | B {} T {} accumulation {} "
-                           "world {} ({}) | total batch {} tokens | device {} threads {}",
-                           describe(config), double(parameter_count(config)) / 1e6, B, T, accum,
-                           rdv.world, strategy->name(), o.total_batch_tokens, device.str(),
-                           at::get_num_threads()));
+  print0(rank,
+         fmt::format("hpctrain: model {} ({:.2f}M parameters) | B {} T {} accumulation {} "
+                     "world {} ({}) | total batch {} tokens | device {} threads {} | precision {}",
+                     describe(config), double(parameter_count(config)) / 1e6, B, T, accum,
+                     rdv.world, strategy->name(), o.total_batch_tokens, device.str(),
+                     at::get_num_threads(), bf16 ? "bf16" : "fp32"));
+  if (const std::string layout = strategy->layout(); !layout.empty()) {
+    print0(rank, fmt::format("{}: {}", strategy->name(), layout));
+  }
 
   std::vector<int64_t> window;
   for (int64_t step = first_step; step < o.max_steps; ++step) {
@@ -552,7 +565,7 @@ int run_train(const TrainOptions& o) {
     const double cpu0 = process_cpu_seconds();
     for (auto& p : params) p.mutable_grad() = at::Tensor();  // the next backward writes them
     const at::Tensor loss =
-        forward_backward(*model, *strategy, *data.train, window, accum, B, T, device);
+        forward_backward(*model, *strategy, *data.train, window, accum, B, T, device, bf16);
     strategy->finish_gradients();  // gradients are now the mean over ranks
     if (!o.dump_grads.empty() && step == first_step && rank == 0) {
       export_gradients(o.dump_grads, *model);
@@ -622,8 +635,9 @@ int run_eval(const EvalOptions& o) {
   model->to(device);
   model->eval();
   model->set_head_chunk_rows(head_chunk_rows(o.runtime, device));
-  if (device.is_cuda()) model->set_head_matmul_dtype(at::kBFloat16);
-  const double loss = evaluate(*model, it, 1, o.batches, T, device, device.is_cuda());
+  const bool bf16 = use_bf16(o.runtime.precision, device);
+  if (bf16) model->set_head_matmul_dtype(at::kBFloat16);
+  const double loss = evaluate(*model, it, 1, o.batches, T, device, bf16);
   std::fputs(fmt::format("{{\"loss\": {:.9g}, \"batches\": {}, \"seq_len\": {}, \"tokens\": {}}}\n",
                          loss, o.batches, T, o.batches * T)
                  .c_str(),

@@ -20,10 +20,11 @@ struct ModelOptions {
 };
 
 struct RuntimeOptions {
-  std::string device = "auto";  // auto (CUDA when available), cpu, cuda
-  int threads = 0;              // 0: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK, else LibTorch's
-  int64_t head_chunk = -1;      // rows per chunk of the fused head + cross-entropy; 0: plain;
-                                // -1: 512 on CPU (fits the benchmark's caches), 4096 on CUDA
+  std::string device = "auto";     // auto (CUDA when available), cpu, cuda
+  int threads = 0;                 // 0: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK, else LibTorch's
+  int64_t head_chunk = -1;         // rows per chunk of the fused head + cross-entropy; 0: plain;
+                                   // -1: 512 on CPU (fits the benchmark's caches), 4096 on CUDA
+  std::string precision = "auto";  // auto (bf16 on CUDA, fp32 on the CPU), fp32, bf16
 };
 
 struct TrainOptions {

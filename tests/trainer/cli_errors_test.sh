@@ -38,6 +38,8 @@ expect_usage_error "batch does not divide" "--total-batch-tokens" -- \
 expect_usage_error "sequence longer than block" "--seq-len" -- \
   train --data "$TXT" --model tiny --micro-batch 2 --seq-len 65 --total-batch-tokens 130 --max-steps 1
 expect_usage_error "unknown model" "unknown model 'gpt5'" -- train --data "$TXT" "${TINY[@]}" --model gpt5
+expect_usage_error "unknown precision" "unknown precision 'fp16'" -- \
+  train --data "$TXT" "${TINY[@]}" --precision fp16
 expect_usage_error "missing rendezvous variables" "RANK/WORLD_SIZE" -- \
   train --data "$TXT" "${TINY[@]}" --strategy ddp
 expect_usage_error "unknown strategy" "unknown strategy 'zero3'" -- \

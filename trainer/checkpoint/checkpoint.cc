@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 

@@ -18,6 +18,7 @@
 
 #include "dist/rendezvous.h"
 #include "error.h"
+#include "torch_compat.h"
 
 #if defined(USE_C10D_GLOO) && __has_include(<gloo/rendezvous/store.h>)
 #define HPC_HAVE_GLOO 1
@@ -135,9 +136,14 @@ class C10dCommunicator final : public Communicator {
     }
 #endif
     const int64_t S = in.numel();
+    // Gloo in LibTorch 1.13 refuses bf16 ("Invalid scalar type"); an all-gather only moves
+    // bytes, so bf16 travels as fp16's bit patterns (same size; no arithmetic on them).
+    const bool as_half = in.scalar_type() == at::kBFloat16;
+    const at::Tensor src = as_half ? in.view(at::kHalf) : in;
+    const at::Tensor dst = as_half ? out.view(at::kHalf) : out;
     std::vector<std::vector<at::Tensor>> outputs(1);
-    for (int r = 0; r < world_; ++r) outputs[0].push_back(out.narrow(0, r * S, S));
-    std::vector<at::Tensor> inputs{in};
+    for (int r = 0; r < world_; ++r) outputs[0].push_back(dst.narrow(0, r * S, S));
+    std::vector<at::Tensor> inputs{src};
     // Gloo copies its result into the tensors given before the work completes.
     return pending(pg_->allgather(outputs, inputs));
   }
@@ -173,6 +179,18 @@ std::vector<std::string> split_commas(const std::string& s) {
   }
   return out;
 }
+
+#if HPC_HAVE_NCCL
+// How a lost rank ends a NCCL job (read by ProcessGroupNCCL's constructor; a user's own setting
+// wins): wait() blocks and throws once the collective fails or --dist-timeout passes
+// (TORCH_NCCL_BLOCKING_WAIT=1), so the rank reports which peers are gone (collective_failure)
+// and exits 1; the watchdog then only cleans up, it does not tear the process down with a bare
+// SIGABRT first (TORCH_NCCL_ASYNC_ERROR_HANDLING=3, SkipCleanUp). docs/libtorch2.md.
+void set_nccl_error_handling() {
+  ::setenv("TORCH_NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
+  ::setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "3", /*overwrite=*/0);
+}
+#endif
 
 }  // namespace
 
@@ -216,9 +234,15 @@ std::unique_ptr<Communicator> connect(const Rendezvous& rdv, const std::string& 
 
   if (cuda) {
 #if HPC_HAVE_NCCL
+    set_nccl_error_handling();
     auto opts = c10d::ProcessGroupNCCL::Options::create();
-    opts->timeout = timeout;
+    opts->timeout = timeout;  // blocking wait's and the watchdog's limit for every collective
     auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rdv.rank, rdv.world, opts);
+#if HPC_TORCH_AT_LEAST(2, 3)
+    // The communicator now, on the device the caller set (train.cc's set_up_device sets it
+    // before connect): a rank that never comes fails the start, not the first collective.
+    pg->eagerConnectSingleDevice(at::Device(device));
+#endif
     return std::make_unique<C10dCommunicator<c10d::ProcessGroupNCCL>>(pg, store, rdv.rank,
                                                                       rdv.world, "nccl");
 #else

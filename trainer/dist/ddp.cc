@@ -23,6 +23,8 @@
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/torch.h>
 
+#include "torch_compat.h"
+
 #include "dist/communicator_group.h"
 #include "dist/strategies.h"
 #include "dist/zero.h"
@@ -85,6 +87,12 @@ class Ddp final : public Strategy {
   }
   bool shards_parameters() const override { return false; }
   UnitHooks* unit_hooks() override { return nullptr; }
+
+  std::string layout() const override {
+    return fmt::format("{} gradient bucket{} of {} parameters (first {} MiB, then {} MiB)",
+                       buckets_.size(), buckets_.size() == 1 ? "" : "s", params_.size(),
+                       options_.first_bucket_mb, options_.bucket_cap_mb);
+  }
 
   void set_gradient_sync(bool sync) override { sync_ = sync; }
 
@@ -235,7 +243,7 @@ class Ddp final : public Strategy {
   CommunicatorGroup group_;
   StrategyOptions options_;
   std::vector<at::Tensor> params_;
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<compat::GradAccumulatorPtr> accumulators_;
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_, slot_of_;
   bool sync_ = true;

@@ -25,8 +25,9 @@
 // (what PyTorch's FSDP does with storage resize): the parameters, and autograd's saved references
 // to them, share that storage, so they see the values again when the unit is gathered for
 // backward. Writes go through the collectives, not through the parameters, so autograd's version
-// counters are untouched. On CUDA the buffer is bf16 (the mixed-precision policy: parameters
-// gathered in bf16; master weights, gradient reductions and the optimiser in fp32).
+// counters are untouched. Under --precision bf16 (the default on CUDA) the buffer is bf16 (the
+// mixed-precision policy: parameters gathered in bf16; master weights, gradient reductions and
+// the optimiser in fp32).
 
 #include <algorithm>
 #include <cmath>
@@ -35,6 +36,8 @@
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/torch.h>
+
+#include "torch_compat.h"
 
 #include "dist/communicator_group.h"
 #include "dist/storage_bytes.h"
@@ -109,7 +112,7 @@ class Fsdp final : public Strategy, public UnitHooks {
     // Deferred parameters (init) are on the CPU without storage; each unit is initialised
     // there (the CPU generator, as the unsharded model) and moved to the strategy's device.
     const auto device = init ? group_.device() : params_.at(0).device();
-    param_dtype_ = device.is_cuda() ? at::kBFloat16 : at::kFloat;
+    param_dtype_ = options_.bf16_params ? at::kBFloat16 : at::kFloat;
     if (init) {  // every rank draws the same values: the same seed, the same order
       check_parameter_order(units);
     } else {  // every rank starts from rank 0's values
@@ -223,16 +226,14 @@ class Fsdp final : public Strategy, public UnitHooks {
 
   double clip_and_step(double max_norm, double lr) override {
     torch::NoGradGuard no_grad;
-    double sumsq = 0;
+    std::vector<at::Tensor> grad_shards;
     for (auto& u : units_) {
       if (u.gathering || u.reducing) {
         throw std::logic_error("fsdp: a collective is still in flight at the step");
       }
-      if (plain_cpu_float(u.grad_shard)) {
-        sumsq += sum_of_squares(u.grad_shard.data_ptr<float>(), u.S);
-      } else
-        sumsq += u.grad_shard.to(at::kDouble).pow(2).sum().item<double>();
+      grad_shards.push_back(u.grad_shard);
     }
+    const double sumsq = sum_of_squares(grad_shards);  // one device synchronisation
     const double total = std::sqrt(group_.checked("fsdp gradient norm all-reduce", [&] {
       return sum_over_ranks(group_.comm(), sumsq, group_.device());
     }));
@@ -422,7 +423,7 @@ class Fsdp final : public Strategy, public UnitHooks {
   std::vector<at::Tensor> params_;
   std::vector<size_t> unit_of_, slot_of_;
   std::vector<Unit> units_;
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<compat::GradAccumulatorPtr> accumulators_;
   c10::ScalarType param_dtype_ = at::kFloat;
   bool callback_queued_ = false;
   bool reduced_ = false;

@@ -16,6 +16,7 @@ struct StrategyOptions {
   double bucket_cap_mb = 25;
   double first_bucket_mb = 1;
   std::string device = "cpu";  // "cpu" or "cuda:N": selects Gloo or NCCL
+  bool bf16_params = false;    // fsdp: gather the parameters in bf16 (--precision)
   AdamWOptions adamw;          // the optimiser every strategy builds
 };
 

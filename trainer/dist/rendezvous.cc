@@ -61,6 +61,9 @@ Rendezvous rendezvous_from_env(const EnvLookup& env, const std::string& master_s
   }
   r.world = parse_int(world_var, *env(world_var), 1, 1 << 20);
   r.rank = parse_int(rank_var, *env(rank_var), 0, r.world - 1);
+  // The GPU of this rank: LOCAL_RANK (torchrun), else SLURM_LOCALID (srun sets it also when a
+  // script exports RANK/WORLD_SIZE itself from SLURM_PROCID/SLURM_NTASKS), else 0.
+  if (!env(local_var) && env("SLURM_LOCALID")) local_var = "SLURM_LOCALID";
   r.local_rank = env(local_var) ? parse_int(local_var, *env(local_var), 0, 1 << 20) : 0;
   if (r.world == 1 && !required) return r;
 

@@ -87,3 +87,31 @@ TEST_CASE("loopback addresses: every rank that dials one runs on this host", "[r
     CHECK_FALSE(is_loopback(a));
   }
 }
+
+TEST_CASE("LOCAL_RANK falls back to SLURM_LOCALID", "[rendezvous]") {
+  // A script that exports RANK and WORLD_SIZE from Slurm's variables but no LOCAL_RANK.
+  auto r = rendezvous_from_env(fake({{"RANK", "5"},
+                                     {"WORLD_SIZE", "8"},
+                                     {"SLURM_LOCALID", "1"},
+                                     {"MASTER_ADDR", "n1"},
+                                     {"MASTER_PORT", "29500"}}),
+                               "", true);
+  CHECK(r.source == "torchrun");
+  CHECK(r.local_rank == 1);
+  // LOCAL_RANK, when set, wins.
+  r = rendezvous_from_env(fake({{"RANK", "5"},
+                                {"WORLD_SIZE", "8"},
+                                {"LOCAL_RANK", "3"},
+                                {"SLURM_LOCALID", "1"},
+                                {"MASTER_ADDR", "n1"},
+                                {"MASTER_PORT", "29500"}}),
+                          "", true);
+  CHECK(r.local_rank == 3);
+  CHECK_THROWS_WITH(rendezvous_from_env(fake({{"RANK", "0"},
+                                              {"WORLD_SIZE", "2"},
+                                              {"SLURM_LOCALID", "x"},
+                                              {"MASTER_ADDR", "n1"},
+                                              {"MASTER_PORT", "29500"}}),
+                                        "", true),
+                    Catch::Contains("SLURM_LOCALID"));
+}

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -38,6 +39,9 @@ class Strategy {
   // rank (validation, samples). The others: false and nullptr.
   virtual bool shards_parameters() const = 0;
   virtual UnitHooks* unit_hooks() = 0;
+  // How it cut the parameters for communication, for the log (ddp/zero1/zero2: "N gradient
+  // buckets ..."); empty when there is nothing to say. Called after attach.
+  virtual std::string layout() const { return {}; }
 
   // --- one step ---
   // Whether the next backward pass should reduce gradients: true only on the last micro-step of

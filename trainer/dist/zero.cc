@@ -80,13 +80,7 @@ double ShardedAdamW::clip_and_step(double max_norm, double lr) {
   for (const auto& s : mine) grads.push_back(gradient_piece(s));
 
   // The global norm: each rank's sum of squares over its shard, summed over ranks.
-  double sumsq = 0;
-  for (const auto& g : grads) {
-    if (plain_cpu_float(g))
-      sumsq += sum_of_squares(g.data_ptr<float>(), g.numel());
-    else
-      sumsq += g.to(at::kDouble).pow(2).sum().item<double>();
-  }
+  const double sumsq = sum_of_squares(grads);  // one device synchronisation, not one per shard
   const double total = std::sqrt(sum_over_ranks(comm_, sumsq, params_[0].device()));
   // torch.nn.utils.clip_grad_norm_'s coefficient, as clip_grad_norm (optim.cc).
   const double coef = std::min(1.0, max_norm / (total + 1e-6));

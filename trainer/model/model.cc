@@ -9,6 +9,8 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include "torch_compat.h"
+
 namespace hpc::train {
 
 namespace {
@@ -155,7 +157,7 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& idx) {
     auto k = parts[1].view({B, T, H, hs}).transpose(1, 2);
     auto v = parts[2].view({B, T, H, hs}).transpose(1, 2);
     torch::Tensor y;
-#if TORCH_VERSION_MAJOR >= 2
+#if HPC_TORCH_AT_LEAST(2, 0)
     // Fused (flash / memory-efficient) attention where LibTorch has it.
     y = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);  // [B, H, T, hs]
 #else
@@ -288,11 +290,11 @@ torch::Tensor head_loss_generic(const torch::Tensor& x, const torch::Tensor& w,
 // incoming gradient).
 torch::Tensor head_loss_pass(const torch::Tensor& x, const torch::Tensor& w,
                              const torch::Tensor& targets, int64_t chunk_rows, c10::ScalarType mdt,
-                             torch::Tensor* dx, torch::Tensor* dw) {
+                             HeadKernel kernel, torch::Tensor* dx, torch::Tensor* dw) {
   // Autocast would re-cast each product; the dtypes here are chosen explicitly instead.
   c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
-  if (x.is_cpu() && x.scalar_type() == at::kFloat && w.scalar_type() == at::kFloat &&
-      mdt == at::kFloat) {
+  if (kernel == HeadKernel::fastest && x.is_cpu() && x.scalar_type() == at::kFloat &&
+      w.scalar_type() == at::kFloat && mdt == at::kFloat) {
     return head_loss_cpu(x, w, targets, chunk_rows, dx, dw);
   }
   if (dw) dw->zero_();
@@ -303,11 +305,11 @@ class ChunkedHeadLossFn : public torch::autograd::Function<ChunkedHeadLossFn> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& w, const torch::Tensor& targets,
-                               int64_t chunk_rows, int64_t mdt) {
+                               int64_t chunk_rows, int64_t mdt, int64_t kernel) {
     auto dx = torch::empty(x.sizes(), x.options().dtype(at::kFloat));
     auto dw = torch::empty(w.sizes(), w.options().dtype(at::kFloat));
-    auto loss =
-        head_loss_pass(x, w, targets, chunk_rows, static_cast<c10::ScalarType>(mdt), &dx, &dw);
+    auto loss = head_loss_pass(x, w, targets, chunk_rows, static_cast<c10::ScalarType>(mdt),
+                               static_cast<HeadKernel>(kernel), &dx, &dw);
     ctx->saved_data["dx"] = dx.to(x.scalar_type());
     ctx->saved_data["dw"] = dw.to(w.scalar_type());
     return loss;
@@ -328,7 +330,7 @@ class ChunkedHeadLossFn : public torch::autograd::Function<ChunkedHeadLossFn> {
       dx.mul_(g);
       dw.mul_(g);
     }
-    return {dx, dw, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {dx, dw, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -336,14 +338,15 @@ class ChunkedHeadLossFn : public torch::autograd::Function<ChunkedHeadLossFn> {
 
 torch::Tensor chunked_head_loss(const torch::Tensor& x, const torch::Tensor& w,
                                 const torch::Tensor& targets, int64_t chunk_rows,
-                                c10::ScalarType matmul_dtype) {
+                                c10::ScalarType matmul_dtype, HeadKernel kernel) {
   TORCH_CHECK(x.dim() == 2 && w.dim() == 2 && targets.dim() == 1, "chunked_head_loss: shapes");
   if (chunk_rows <= 0) chunk_rows = x.size(0);
   const bool need_grad = torch::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad());
   if (!need_grad) {
-    return head_loss_pass(x, w, targets, chunk_rows, matmul_dtype, nullptr, nullptr);
+    return head_loss_pass(x, w, targets, chunk_rows, matmul_dtype, kernel, nullptr, nullptr);
   }
-  return ChunkedHeadLossFn::apply(x, w, targets, chunk_rows, static_cast<int64_t>(matmul_dtype));
+  return ChunkedHeadLossFn::apply(x, w, targets, chunk_rows, static_cast<int64_t>(matmul_dtype),
+                                  static_cast<int64_t>(kernel));
 }
 
 }  // namespace hpc::train

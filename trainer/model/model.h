@@ -76,8 +76,13 @@ TORCH_MODULE(Gpt);
 // ((softmax - onehot)/N times w, and its transpose times x), so neither the [N, V] logits nor
 // their gradient are ever held whole; backward only scales them by the incoming gradient.
 // matmul_dtype: the products run in this dtype (float: exact fp32 path), softmax in fp32.
+// kernel: `fastest` takes the fused CPU kernel (softmax_xent.h) for fp32 on the CPU and the
+// generic ATen path otherwise (CUDA, bf16); `generic` always takes the generic path (tests run
+// CUDA's path on the CPU with it).
+enum class HeadKernel { fastest, generic };
 torch::Tensor chunked_head_loss(const torch::Tensor& x, const torch::Tensor& w,
                                 const torch::Tensor& targets, int64_t chunk_rows,
-                                c10::ScalarType matmul_dtype = c10::ScalarType::Float);
+                                c10::ScalarType matmul_dtype = c10::ScalarType::Float,
+                                HeadKernel kernel = HeadKernel::fastest);
 
 }  // namespace hpc::train

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 #include <catch2/catch.hpp>
 
+#include "device.h"
 #include "optim/optim.h"
 
 using namespace hpc::train;
@@ -151,6 +152,109 @@ TEST_CASE("the chunked head + cross-entropy equals the plain one, with gradients
   torch::NoGradGuard no_grad;
   CHECK(chunked_head_loss(x0, w0, t, 8).item<double>() ==
         Approx(plain.item<double>()).epsilon(1e-6));
+}
+
+// The generic path (ATen operators: what CUDA and bf16 take) against the fused CPU kernel on the
+// same inputs. Both are fp32 throughout, so they agree to fp32 rounding: 1e-6 on the loss, 1e-5
+// of the largest gradient (the sums run in another order).
+TEST_CASE("the generic head equals the fused CPU head, loss and gradients", "[model][head]") {
+  torch::manual_seed(4);
+  const int64_t N = 70, C = 24, V = 1003;  // V odd: the fused kernel's scalar tail too
+  auto x0 = torch::randn({N, C});
+  auto w0 = torch::randn({V, C}) * 0.3;
+  auto t = torch::randint(0, V, {N}, torch::kLong);
+  for (int64_t chunk : {16, 70}) {
+    INFO("chunk rows " << chunk);
+    torch::Tensor loss[2], dx[2], dw[2];
+    const HeadKernel kernels[2] = {HeadKernel::fastest, HeadKernel::generic};
+    for (int k = 0; k < 2; ++k) {
+      auto x = x0.clone().requires_grad_(true);
+      auto w = w0.clone().requires_grad_(true);
+      loss[k] = chunked_head_loss(x, w, t, chunk, at::kFloat, kernels[k]);
+      loss[k].mul(0.37).backward();
+      dx[k] = x.grad();
+      dw[k] = w.grad();
+    }
+    CHECK(loss[1].item<double>() == Approx(loss[0].item<double>()).epsilon(1e-6));
+    CHECK(max_rel_diff(dx[1], dx[0]) < 1e-5);
+    CHECK(max_rel_diff(dw[1], dw[0]) < 1e-5);
+    CHECK(dx[1].scalar_type() == at::kFloat);
+    torch::NoGradGuard no_grad;  // the loss alone
+    CHECK(chunked_head_loss(x0, w0, t, chunk, at::kFloat, HeadKernel::generic).item<double>() ==
+          Approx(loss[0].item<double>()).epsilon(1e-6));
+  }
+}
+
+// bf16 products (CUDA's default), fp32 and bf16 inputs (ddp's autocast and fsdp's bf16
+// parameters), against fp32. bf16 keeps 8 significant bits: each value is rounded by up to 2^-8
+// = 3.9e-3 relative, so a gradient element (products of rounded values, its inputs rounded again)
+// may err by a few times that: allowed 2e-2 of the largest element. The loss, a mean over N rows
+// of ln V-sized terms whose errors partly cancel, is allowed 1e-3 relative. Measured on LibTorch
+// 1.13's CPU: loss 3.6e-5, gradients 5.5e-3.
+TEST_CASE("the head in bf16 stays within bf16's rounding of fp32", "[model][head]") {
+  torch::manual_seed(5);
+  const int64_t N = 128, C = 64, V = 509;
+  auto x0 = torch::randn({N, C});
+  auto w0 = torch::randn({V, C}) * 0.1;
+  auto t = torch::randint(0, V, {N}, torch::kLong);
+  auto x = x0.clone().requires_grad_(true);
+  auto w = w0.clone().requires_grad_(true);
+  auto ref = chunked_head_loss(x, w, t, 32);
+  ref.backward();
+  for (auto in_dtype : {at::kFloat, at::kBFloat16}) {
+    INFO("inputs " << c10::toString(in_dtype));
+    auto xb = x0.to(in_dtype).detach().clone().requires_grad_(true);
+    auto wb = w0.to(in_dtype).detach().clone().requires_grad_(true);
+    auto loss = chunked_head_loss(xb, wb, t, 32, at::kBFloat16);
+    CHECK(loss.scalar_type() == at::kFloat);
+    loss.backward();
+    CHECK(xb.grad().scalar_type() == in_dtype);  // gradients in the parameters' dtype
+    const double dl = std::abs(loss.item<double>() / ref.item<double>() - 1);
+    const double ex = max_rel_diff(xb.grad().to(at::kFloat), x.grad());
+    const double ew = max_rel_diff(wb.grad().to(at::kFloat), w.grad());
+    INFO("bf16 head, inputs " << c10::toString(in_dtype) << ": loss " << dl << ", dx " << ex
+                              << ", dw " << ew);
+    CHECK(dl < 1e-3);
+    CHECK(dl > 1e-7);  // bf16 was used: the fp32 paths agree to 1e-7
+    CHECK(ex < 2e-2);
+    CHECK(ew < 2e-2);
+  }
+}
+
+// The model under CPU autocast (--precision bf16): fp32 master weights get fp32 gradients, and the
+// loss and gradients stay within bf16's rounding of fp32 (reasoning as for the head above; more
+// products in a row: 1e-3 on the loss, 3e-2 of each parameter's largest gradient element;
+// measured 1.0e-5 and 7.6e-3).
+TEST_CASE("the model under bf16 autocast on the CPU stays near fp32", "[model][bf16]") {
+  torch::manual_seed(6);
+  Gpt m(small());
+  m->set_head_chunk_rows(8);
+  auto idx = torch::randint(0, 97, {2, 32}, torch::kLong);
+  auto tgt = torch::randint(0, 97, {2, 32}, torch::kLong);
+  auto ref = m->loss(idx, tgt);
+  ref.backward();
+  std::vector<torch::Tensor> g_ref;
+  for (auto& p : m->parameters()) g_ref.push_back(p.grad().clone());
+  for (auto& p : m->parameters()) p.mutable_grad() = torch::Tensor();
+  m->set_head_matmul_dtype(at::kBFloat16);
+  torch::Tensor loss;
+  {
+    AutocastScope bf16(true, c10::Device(c10::kCPU));
+    loss = m->loss(idx, tgt);
+  }
+  loss.backward();
+  const double dl = std::abs(loss.item<double>() / ref.item<double>() - 1);
+  auto ps = m->parameters();
+  double worst = 0;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    REQUIRE(ps[i].grad().scalar_type() == at::kFloat);  // master weights and gradients: fp32
+    worst = std::max(worst, max_rel_diff(ps[i].grad(), g_ref[i]));
+  }
+  INFO("bf16 autocast model: loss " << dl << ", worst gradient " << worst);
+  CHECK(dl < 1e-3);
+  CHECK(dl > 1e-7);  // autocast was on
+  CHECK(worst < 3e-2);
+  m->set_head_matmul_dtype(at::kFloat);
 }
 
 TEST_CASE("the model's loss is the same with and without chunking", "[model][head]") {

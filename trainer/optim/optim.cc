@@ -6,6 +6,8 @@
 
 #include <torch/torch.h>
 
+#include "torch_compat.h"
+
 namespace hpc::train {
 
 AdamW::AdamW(std::vector<at::Tensor> params, AdamWOptions options)
@@ -15,7 +17,10 @@ AdamW::AdamW(std::vector<at::Tensor> params, AdamWOptions options)
     m_.push_back(torch::zeros_like(p, at::MemoryFormat::Preserve));
     v_.push_back(torch::zeros_like(p, at::MemoryFormat::Preserve));
   }
+  use_fused(!params_.empty() && params_[0].is_cuda());
 }
+
+bool AdamW::fused_available() { return HPC_TORCH_AT_LEAST(2, 4); }
 
 void AdamW::zero_grad() {
   for (auto& p : params_) p.mutable_grad() = at::Tensor();
@@ -30,6 +35,7 @@ bool plain_cpu_float(const at::Tensor& t) {
 }  // namespace
 
 void AdamW::step(double lr) {
+  if (fused_) return step_fused(lr);
   torch::NoGradGuard no_grad;
   ++steps_;
   const double bc1 = 1.0 - std::pow(opt_.beta1, double(steps_));
@@ -57,20 +63,54 @@ void AdamW::step(double lr) {
   }
 }
 
-double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
+// The same update as step(), by at::_fused_adamw_ over each weight-decay group: the decayed
+// tensors (2+ dimensions) with lr wd, the others with 0. Its step count is a tensor on the
+// parameters' device (the kernel reads it there); bias corrections as in step().
+void AdamW::step_fused(double lr) {
   torch::NoGradGuard no_grad;
+  ++steps_;
+#if HPC_TORCH_AT_LEAST(2, 4)
+  for (bool decayed : {true, false}) {
+    std::vector<at::Tensor> p, g, m, v, t;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (decay_[i] != decayed || !params_[i].grad().defined()) continue;
+      p.push_back(params_[i]);
+      g.push_back(params_[i].grad());
+      m.push_back(m_[i]);
+      v.push_back(v_[i]);
+    }
+    if (p.empty()) continue;
+    const auto step = at::full({}, double(steps_), p[0].options().dtype(at::kFloat));
+    t.assign(p.size(), step);
+    at::_fused_adamw_(p, g, m, v, /*max_exp_avg_sqs=*/{}, t, lr, opt_.beta1, opt_.beta2,
+                      decayed ? opt_.weight_decay : 0.0, opt_.eps, /*amsgrad=*/false,
+                      /*maximize=*/false);
+  }
+#else
+  (void)lr;
+  throw std::logic_error("AdamW::step_fused: this LibTorch has no _fused_adamw_");
+#endif
+}
+
+double sum_of_squares(const std::vector<at::Tensor>& tensors) {
   double sumsq = 0;
-  std::vector<at::Tensor> norms;  // devices other than the CPU: reduced there
-  for (const auto& p : params) {
-    const auto& g = p.grad();
+  std::vector<at::Tensor> on_device;  // [] double each, summed where they are
+  for (const auto& g : tensors) {
     if (!g.defined()) continue;
     if (plain_cpu_float(g))
       sumsq += sum_of_squares(g.data_ptr<float>(), g.numel());
     else
-      norms.push_back(at::linalg_vector_norm(g, 2).to(at::kDouble));
+      on_device.push_back(g.to(at::kDouble).pow(2).sum());
   }
-  if (!norms.empty()) sumsq += at::stack(norms).pow(2).sum().item<double>();
-  const double total = std::sqrt(sumsq);
+  if (!on_device.empty()) sumsq += at::stack(on_device).sum().item<double>();  // one sync
+  return sumsq;
+}
+
+double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
+  torch::NoGradGuard no_grad;
+  std::vector<at::Tensor> grads;
+  for (const auto& p : params) grads.push_back(p.grad());
+  const double total = std::sqrt(sum_of_squares(grads));
   // torch.nn.utils.clip_grad_norm_'s coefficient; at 1 the multiplication is the identity.
   const double coef = std::min(1.0, max_norm / (total + 1e-6));
   if (coef < 1.0) {

@@ -27,6 +27,12 @@ class AdamW {
   // p *= 1 - lr wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
   // p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
   void step(double lr);
+  // The step through LibTorch's fused kernel (at::_fused_adamw_, one launch per weight-decay
+  // group): on by default for CUDA parameters where LibTorch has it (2.4 on); the CPU keeps the
+  // hand-written loop (optim_cpu.cc). A test turns it on for the CPU to compare the two.
+  static bool fused_available();
+  void use_fused(bool on) { fused_ = on && fused_available(); }
+  bool fused() const { return fused_; }
 
   int64_t steps() const { return steps_; }
   const std::vector<at::Tensor>& params() const { return params_; }
@@ -43,10 +49,18 @@ class AdamW {
   std::vector<at::Tensor> m_, v_;
   AdamWOptions opt_;
   int64_t steps_ = 0;
+  bool fused_ = false;
+
+  void step_fused(double lr);
 };
 
 // Scales all gradients by min(1, max_norm / (norm + 1e-6)) where norm is the 2-norm of all of
 // them together (torch.nn.utils.clip_grad_norm_); returns that norm, before clipping.
 double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm);
+
+// The sum of the squares of all elements of `tensors` (undefined ones skipped), in double. Plain
+// CPU float tensors are summed here; the others (CUDA, bf16) on their device, with one
+// synchronisation for all of them together, never one per tensor.
+double sum_of_squares(const std::vector<at::Tensor>& tensors);
 
 }  // namespace hpc::train
