@@ -57,7 +57,9 @@ echo "signal: SIGTERM stopped with 75 and the rerun resumed"
 # SIGUSR2 (job.signal=USR2): the same stop; rank 0 writes the requeue marker the batch script
 # reads, whole, after the checkpoint: "restart=N step=S checkpoint=DIR" (N: SLURM_RESTART_COUNT).
 for restart in 0 2; do
-  rm -f "$WORK/marker"
+  # The last round's log goes first: its "step 3" line would otherwise be read before the new
+  # process truncates the file, and the signal would reach it before its handler is installed.
+  rm -f "$WORK/marker" "$WORK/u.log"
   restart_env=(-u SLURM_RESTART_COUNT)  # unset: restart=0; 2: a run after two requeues
   ((restart == 0)) || restart_env=("SLURM_RESTART_COUNT=$restart")
   env "${restart_env[@]}" HPCLAUNCH_REQUEUE_MARKER="$WORK/marker" "$HPCTRAIN" train "${common[@]}" \
