@@ -10,9 +10,6 @@
 #include <nccl.h>  // NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH: the headers ProcessGroupNCCL saw
 #endif
 
-#ifndef HPC_VERSION
-#define HPC_VERSION "0.0.0"
-#endif
 #ifndef HPC_GLOO_SOURCE
 #define HPC_GLOO_SOURCE "none (no Gloo headers: CPU tensors cannot be reduced)"
 #endif
@@ -20,8 +17,8 @@
 namespace hpc::train {
 
 std::string build_description() {
-  std::string s = fmt::format("hpctrain {}\nLibTorch {} (C++11 ABI: {})\n", HPC_VERSION,
-                              TORCH_VERSION, _GLIBCXX_USE_CXX11_ABI ? "yes" : "no");
+  std::string s = fmt::format("LibTorch {} (C++11 ABI: {})\n", TORCH_VERSION,
+                              _GLIBCXX_USE_CXX11_ABI ? "yes" : "no");
 #if HPC_TORCH_CUDA
   s += fmt::format("CUDA: compiled in (toolkit {}.{})\n", CUDART_VERSION / 1000,
                    CUDART_VERSION % 1000 / 10);

@@ -6,7 +6,8 @@
 
 namespace hpc::train {
 
-// Several lines, e.g. "hpctrain 0.1.0\nLibTorch 2.15.0 (C++11 ABI)\nCUDA: compiled in (13.0)...".
+// Several lines, e.g. "LibTorch 2.15.0 (C++11 ABI: yes)\nCUDA: compiled in (toolkit 13.0)\n...";
+// `hpctrain --version` prints them under hpc::version_line("hpctrain").
 std::string build_description();
 
 }  // namespace hpc::train

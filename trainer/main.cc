@@ -233,9 +233,11 @@ CLI::App* add_bench_allreduce_command(CLI::App& app, hpc::train::BenchAllreduceO
 int main(int argc, char** argv) {
   CLI::App app{"hpctrain: GPT-2 training with LibTorch (single process or DDP)"};
   app.require_subcommand(1);
+  const std::string version =
+      hpc::version_line("hpctrain") + "\n" + hpc::train::build_description();
   app.set_version_flag(
-      "--version", hpc::train::build_description(),
-      "print the LibTorch version, CUDA, NCCL and Gloo this hpctrain was built with");
+      "--version", version,
+      "print the version, and the LibTorch, CUDA, NCCL and Gloo this hpctrain was built with");
   // A flag given twice takes its last value, so a script can append overrides to a preset line.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
@@ -249,7 +251,6 @@ int main(int argc, char** argv) {
   add_export_command(app, x, x_shape);
   hpc::train::BenchAllreduceOptions b;
   CLI::App* bench = add_bench_allreduce_command(app, b);
-  app.set_version_flag("--version", hpc::version_line("hpctrain"));
   if (argc == 2 && std::string(argv[1]) == "--help-man") {  // the build writes hpctrain.1
     std::fputs(hpc::man_page(app, {"hpctrain",
                                    hpc::version_line("hpctrain"),
@@ -268,8 +269,6 @@ int main(int argc, char** argv) {
     return app.exit(h);
   } catch (const CLI::CallForAllHelp& h) {
     return app.exit(h);
-  } catch (const CLI::CallForVersion& v) {
-    return app.exit(v);
   } catch (const CLI::ParseError& err) {
     std::fprintf(
         stderr, "hpctrain: %s; see hpctrain %s--help\n", err.what(),
