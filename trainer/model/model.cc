@@ -144,7 +144,6 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& idx) {
   torch::Tensor x = at::embedding(wte_, idx, /*padding_idx=*/-1, /*scale_grad_by_freq=*/false,
                                   /*sparse=*/true) +
                     wpe_.narrow(0, 0, T);
-  const double scale = 1.0 / std::sqrt(double(hs));
   for (size_t l = 0; l < blocks_.size(); ++l) {
     auto& blk = blocks_[l];
     if (hooks_) hooks_->before(int(l) + 1);
@@ -161,6 +160,7 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& idx) {
     // Fused (flash / memory-efficient) attention where LibTorch has it.
     y = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);  // [B, H, T, hs]
 #else
+    const double scale = 1.0 / std::sqrt(double(hs));
     auto q3 = q.reshape({B * H, T, hs});
     auto k3 = k.reshape({B * H, T, hs});
     auto v3 = v.reshape({B * H, T, hs});
