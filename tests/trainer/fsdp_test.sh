@@ -7,7 +7,9 @@
 #     gradients, AdamW moments: 16 bytes per parameter) between steps;
 #  3. validation and samples (a forward pass on every rank, units gathered) match DDP's;
 #  4. --dump-grads is refused with one line (only a shard of the gradients exists);
-#  5. a dead peer ends the survivor with an error naming fsdp's collective, not a hang.
+#  5. a dead peer ends the survivor with an error naming fsdp's collective, not a hang;
+#  6. the log names the collectives: one reduce-scatter and one all-gather into a tensor on
+#     LibTorch 2.x's Gloo, all-reduce + slice and a list gather on 1.13's.
 source "$(dirname "$0")/lib.sh"
 make_corpus "$WORK/data"
 next_port
@@ -22,9 +24,19 @@ held() { local last; last=$(steps "$1" | tail -n1)
          echo $(field <(echo "$last") param_bytes) $(field <(echo "$last") grad_bytes) \
               $(field <(echo "$last") optimizer_bytes); }
 
+# The collectives fsdp's log names: LibTorch 2.x's Gloo reduce-scatters and gathers into one
+# tensor; 1.13's Gloo has neither (all-reduce + slice, a list gather).
+if "$HPCTRAIN" --version | grep -q '^LibTorch 1\.'; then
+  want_collectives="all-reduce then this rank's slice, all-gather into a list"
+else
+  want_collectives="reduce-scatter and all-gather into one tensor"
+fi
 for world in 2 4; do
   run_strategy ddp $world
   run_strategy fsdp $world
+  grep -qF "units, each gathered and its gradients reduced by $want_collectives" \
+    "$WORK/fsdp_${world}_0.log" ||
+    fail "fsdp W=$world: expected '$want_collectives' in: $(grep '^fsdp:' "$WORK/fsdp_${world}_0.log")"
   clipped=$(field <(steps "$WORK/ddp_$world.jsonl") grad_norm | awk '$1 > 0.5 { n++ } END { print n + 0 }')
   [[ $clipped -ge 10 ]] || fail "clipping was active in only $clipped of 20 steps"
   paste <(field <(steps "$WORK/ddp_$world.jsonl") loss) <(field <(steps "$WORK/fsdp_$world.jsonl") loss) |

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <sstream>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 
@@ -31,6 +32,21 @@
 
 namespace hpc::train::dist {
 namespace {
+
+// LibTorch 2.x's Gloo gathers into one tensor and reduce-scatters (c10d::Backend's
+// all_gather_single / reduce_scatter_single; 2.15's ProcessGroupGloo implements both). 1.13's
+// Gloo has neither: there fsdp all-gathers into a list of views and all-reduces, then slices.
+// Found by what the backend offers (a C++20 requires-expression; the 2.x build is C++20).
+#if HPC_TORCH_AT_LEAST(2, 0) && __cplusplus >= 202002L
+template <typename PG>
+constexpr bool kFlatCollectives = requires(PG& pg, at::Tensor& t) {
+  pg.all_gather_single(t, t);
+  pg.reduce_scatter_single(t, t);
+};
+#else
+template <typename PG>
+constexpr bool kFlatCollectives = false;
+#endif
 
 template <typename WorkPtr>
 class PendingWork final : public Communicator::Pending {
@@ -72,6 +88,12 @@ class C10dCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int world() const override { return world_; }
   const char* backend() const override { return name_; }
+  const char* flat_collectives() const override {
+    if (std::string_view(name_) == "nccl" || kFlatCollectives<PG>) {
+      return "reduce-scatter and all-gather into one tensor";
+    }
+    return "all-reduce then this rank's slice, all-gather into a list";
+  }
 
   std::unique_ptr<Pending> all_reduce_sum(at::Tensor& t) override {
     std::vector<at::Tensor> v{t};
@@ -135,6 +157,12 @@ class C10dCommunicator final : public Communicator {
       return pending(pg_->_allgather_base(out, const_cast<at::Tensor&>(in)));
     }
 #endif
+    if constexpr (kFlatCollectives<PG>) {
+      // bf16 travels as fp16's bit patterns here too (no arithmetic on them; see below).
+      at::Tensor src = in.scalar_type() == at::kBFloat16 ? in.view(at::kHalf) : in;
+      at::Tensor dst = out.scalar_type() == at::kBFloat16 ? out.view(at::kHalf) : out;
+      return pending(pg_->all_gather_single(dst, src));
+    }
     const int64_t S = in.numel();
     // Gloo in LibTorch 1.13 refuses bf16 ("Invalid scalar type"); an all-gather only moves
     // bytes, so bf16 travels as fp16's bit patterns (same size; no arithmetic on them).
@@ -156,6 +184,11 @@ class C10dCommunicator final : public Communicator {
       return pending(pg_->_reduce_scatter_base(out, in, o));
     }
 #endif
+    if constexpr (kFlatCollectives<PG>) {
+      c10d::ReduceScatterOptions o;
+      o.reduceOp = c10d::ReduceOp::SUM;
+      return pending(pg_->reduce_scatter_single(out, in, o));
+    }
     std::vector<at::Tensor> v{in};
     c10d::AllreduceOptions o;
     o.reduceOp = c10d::ReduceOp::SUM;

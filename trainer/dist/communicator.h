@@ -30,6 +30,9 @@ class Communicator {
   virtual int rank() const = 0;
   virtual int world() const = 0;
   virtual const char* backend() const = 0;  // "gloo" or "nccl"
+  // How the flat forms below travel (the log names it): one reduce-scatter and one all-gather
+  // into a tensor (NCCL; Gloo in LibTorch 2.x), or 1.13 Gloo's all-reduce + slice and list gather.
+  virtual const char* flat_collectives() const = 0;
   // Sum over ranks, in place, started now and finished by Pending::wait().
   virtual std::unique_ptr<Pending> all_reduce_sum(at::Tensor& t) = 0;
   // Rank `root`'s values into every rank's tensors (in place, blocking).
@@ -46,12 +49,12 @@ class Communicator {
   virtual std::string lost_ranks(std::chrono::milliseconds grace) = 0;
 
   // Flat forms for sharded parameters (fsdp), both started now and finished by wait():
-  // every rank's `in` [S] into `out` [W S], rank r's at [r S, r S + S). NCCL: _allgather_base;
-  // Gloo: the list all-gather into views of `out`.
+  // every rank's `in` [S] into `out` [W S], rank r's at [r S, r S + S). NCCL and 2.x Gloo: one
+  // all-gather into `out`; 1.13 Gloo: the list all-gather into views of `out`.
   virtual std::unique_ptr<Pending> all_gather_flat(at::Tensor& out, const at::Tensor& in) = 0;
   // The sum over ranks of `in` [W S]; this rank's slice [rank S, rank S + S) lands in `out` [S].
-  // NCCL: _reduce_scatter_base; Gloo (1.13 has no reduce_scatter): all-reduce of `in` in place,
-  // and wait() copies the slice. `in` may hold the sum afterwards: don't reuse its values.
+  // NCCL and 2.x Gloo: one reduce-scatter; 1.13 Gloo (no reduce_scatter): all-reduce of `in` in
+  // place, and wait() copies the slice. `in` may hold the sum afterwards: don't reuse its values.
   virtual std::unique_ptr<Pending> reduce_scatter_flat(at::Tensor& out, at::Tensor& in) = 0;
 };
 

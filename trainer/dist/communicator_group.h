@@ -30,6 +30,7 @@ class CommunicatorGroup final : public ProcessGroup {
   void barrier() override { comm_->barrier(); }
 
   Communicator& comm() { return *comm_; }
+  const Communicator& comm() const { return *comm_; }
   const c10::Device& device() const { return device_; }
 
   // Runs `collectives` (a callable); an exception from them becomes a std::runtime_error with

@@ -102,6 +102,10 @@ class Fsdp final : public Strategy, public UnitHooks {
   ProcessGroup& group() override { return group_; }
   bool shards_parameters() const override { return true; }
   UnitHooks* unit_hooks() override { return this; }
+  std::string layout() const override {
+    return fmt::format("{} units, each gathered and its gradients reduced by {}", units_.size(),
+                       group_.comm().flat_collectives());
+  }
 
   void attach(const std::vector<at::Tensor>& params, const std::vector<std::vector<size_t>>& units,
               const ParameterInit& init) override {

@@ -20,6 +20,7 @@ class Alone final : public Communicator {
   int rank() const override { return 0; }
   int world() const override { return 1; }
   const char* backend() const override { return "gloo"; }
+  const char* flat_collectives() const override { return "none (one rank)"; }
   std::unique_ptr<Pending> all_reduce_sum(at::Tensor&) override { return std::make_unique<Done>(); }
   void broadcast(std::vector<at::Tensor>&, int) override {}
   void all_gather(std::vector<at::Tensor>& out, const at::Tensor& in) override {
