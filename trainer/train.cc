@@ -30,22 +30,6 @@
 namespace hpc::train {
 namespace fs = std::filesystem;
 
-GptConfig ModelOptions::resolve() const {
-  GptConfig c;
-  if (!init_from.empty()) {
-    c = read_hf_config(init_from);
-  } else {
-    c = named_config(model);
-    if (n_layer) c.n_layer = *n_layer;
-    if (n_head) c.n_head = *n_head;
-    if (n_embd) c.n_embd = *n_embd;
-    if (block_size) c.block_size = *block_size;
-    if (vocab_size) c.vocab_size = *vocab_size;
-  }
-  validate(c);
-  return c;
-}
-
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -323,8 +307,8 @@ dist::StrategyOptions strategy_options(const TrainOptions& o, const at::Device& 
 
 // The model on its device: initialised from --seed, or Hugging Face weights (--init-from). With
 // `deferred` the parameters get no storage here: the strategy materialises them (attach).
-Gpt build_model(const TrainOptions& o, const GptConfig& config, const at::Device& device,
-                bool bf16, bool deferred) {
+Gpt build_model(const TrainOptions& o, const GptConfig& config, const at::Device& device, bool bf16,
+                bool deferred) {
   torch::manual_seed(o.seed);
   Gpt model(config, deferred ? ParameterStorage::deferred : ParameterStorage::allocated);
   if (!o.model.init_from.empty()) load_hf_weights(o.model.init_from, *model);

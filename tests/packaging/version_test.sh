@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # packaging:version: --version names the commit a binary was built from.
 #   version_test.sh SOURCE_DIR HPCLAUNCH [HPCTRAIN]
-# 1. hpclaunch (and hpctrain, when built) print "NAME X.Y.Z (git REV)", REV the checkout's HEAD
+# 1. hpclaunch (and hpctrain, when built) print "NAME X.Y.Z (git REV)" first (hpctrain then the
+#    LibTorch, CUDA, NCCL and Gloo it was built with), REV the checkout's HEAD
 #    (with -dirty when tracked files differ) or "unknown" outside a checkout;
 # 2. cmake/git_revision.cmake gives "unknown" for a release tarball (files, no .git), also one
 #    unpacked inside another checkout, and the name a packager passes (-DREVISION);
@@ -27,8 +28,9 @@ else
 fi
 for program in "$hpclaunch" $hpctrain; do
   name=$(basename "$program")
-  line=$("$program" --version)
-  echo "$line"
+  out=$("$program" --version)
+  echo "$out"
+  line=${out%%$'\n'*}
   [[ $line =~ ^$name\ [0-9]+\.[0-9]+\.[0-9]+\ \(git\ $expected\)$ ]] ||
     fail "$name --version: '$line', expected '$name X.Y.Z (git $expected)'"
 done

@@ -357,7 +357,9 @@ class Fsdp final : public Strategy, public UnitHooks {
     Unit& unit = units_[u];
     auto& p = params_[i];
     if (unit.reduce_each_parameter) {
-      auto grad = p.grad().contiguous();
+      // Reduced in fp32 (bf16 parameters' gradients too: the mixed-precision policy; 1.13's
+      // Gloo has no bf16 all-reduce). .to() returns an fp32 gradient itself: no copy.
+      auto grad = p.grad().to(at::kFloat).contiguous();
       p.mutable_grad() = at::Tensor();
       auto work = group_.comm().all_reduce_sum(grad);
       unit.parameter_reductions.push_back({slot_of_[i], std::move(grad), std::move(work)});
