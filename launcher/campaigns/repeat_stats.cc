@@ -117,8 +117,8 @@ std::string summary_markdown(const std::vector<PointStats>& points, const std::s
       kRepeatDisagreement * 100);
   md +=
       "| point | series | nodes | GPUs | runs | tokens/s | ± | min-max | tokens/s per GPU | "
-      "speedup | efficiency | |\n";
-  md += "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
+      "speedup | efficiency | | jobs |\n";
+  md += "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n";
   auto cell = [](const std::optional<double>& v, int d) {
     return v ? fmt::format("{:.{}f}", *v, d) : std::string("–");
   };

@@ -6,9 +6,10 @@
 # (hpclaunch --version), MANPATH (man -w hpclaunch finds the installed page), the presets
 # (HPCLAUNCH_DATA_DIR: presets list and render from the installed data, not the source tree),
 # completion (bash-completion loads the installed script through XDG_DATA_DIRS; zsh's FPATH),
-# and that `module unload hpclaunch` takes it all away again.
+# that `module unload hpclaunch` takes it all away again, and that the install writes nothing
+# into the folder it runs from.
 set -euo pipefail
-build_dir=$1
+build_dir=$(cd "$1" && pwd)
 fail() { echo "FAIL: $*" >&2; exit 1; }
 lmod_init=/usr/share/lmod/lmod/init/bash
 if [[ ! -r $lmod_init ]]; then
@@ -19,7 +20,11 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 prefix="$work/opt/hpclaunch"
-cmake --install "$build_dir" --prefix "$prefix" >/dev/null
+# From an empty folder: the install writes into the prefix only (once it left the modulefile's
+# working copy in the folder it ran from).
+mkdir "$work/cwd"
+(cd "$work/cwd" && cmake --install "$build_dir" --prefix "$prefix" >/dev/null)
+[[ -z $(ls -A "$work/cwd") ]] || fail "cmake --install wrote into its working folder: $(ls -A "$work/cwd")"
 modulefile=$(find "$prefix/modulefiles" -name '*.lua')
 echo "modulefile: ${modulefile#"$work"/}"
 
