@@ -58,6 +58,30 @@ std::vector<std::string> tree_dirs(const fs::path& store) {
   return out;
 }
 
+// A job through the test cluster's login node with code sync: the cluster, the run folders, the
+// sync store with a 1K size limit, then the program.
+void add_synced_job_args(std::vector<std::string>& args, const fs::path& repo,
+                         const fs::path& store) {
+  const std::vector<std::string> more = {"--set",
+                                         "shape.cpus_per_gpu=1",
+                                         "--ssh-config",
+                                         hpc::test::testcluster_ssh_config(),
+                                         "--host",
+                                         "testlogin",
+                                         "--remote-runs-dir",
+                                         (repo / "remote-runs").string(),
+                                         "--runs-dir",
+                                         (repo / "runs").string(),
+                                         "--sync",
+                                         "--sync-store",
+                                         store.string(),
+                                         "--sync-max-size",
+                                         "1K",
+                                         "--",
+                                         "./prog.sh"};
+  args.insert(args.end(), more.begin(), more.end());
+}
+
 }  // namespace
 
 TEST_CASE("ssh sync: first upload, nothing the second time, one file for a one-file change",
@@ -130,30 +154,10 @@ TEST_CASE("ssh sync: hpclaunch run --sync runs the job in the uploaded copy, run
   po.timeout = std::chrono::seconds(90);
   po.env = {"XDG_CONFIG_HOME=" + (repo / "config").string(),
             "HPCLAUNCH_PATH=", "SLURM_CONF=" + hpc::test::testcluster_dir() + "/etc/slurm.conf"};
-  std::vector<std::string> args = {HPCLAUNCH_BINARY,
-                                   "run",
-                                   "--no-project",
-                                   "--preset",
-                                   "1n1g",
-                                   "--launch",
-                                   "srun",
-                                   "--set",
-                                   "shape.cpus_per_gpu=1",
-                                   "--ssh-config",
-                                   hpc::test::testcluster_ssh_config(),
-                                   "--host",
-                                   "testlogin",
-                                   "--remote-runs-dir",
-                                   (repo / "remote-runs").string(),
-                                   "--runs-dir",
-                                   (repo / "runs").string(),
-                                   "--sync",
-                                   "--sync-store",
-                                   store.string(),
-                                   "--sync-max-size",
-                                   "1K",
-                                   "--",
-                                   "./prog.sh"};
+  std::vector<std::string> args = {
+      HPCLAUNCH_BINARY, "run", "--no-project", "--preset", "1n1g", "--launch", "srun",
+  };
+  add_synced_job_args(args, repo, store);
   auto r = hpc::test::run_process(args, po);
   INFO(r.out + r.err);
   REQUIRE(r.ok());
@@ -189,7 +193,7 @@ TEST_CASE("ssh sync: a sweep with repeats on the test cluster uploads once, ever
   po.timeout = std::chrono::seconds(110);
   po.env = {"XDG_CONFIG_HOME=" + (repo / "config").string(),
             "HPCLAUNCH_PATH=", "SLURM_CONF=" + hpc::test::testcluster_dir() + "/etc/slurm.conf"};
-  auto r = hpc::test::run_process({HPCLAUNCH_BINARY,
+  std::vector<std::string> args = {HPCLAUNCH_BINARY,
                                    "sweep",
                                    "--no-project",
                                    "--presets",
@@ -200,26 +204,10 @@ TEST_CASE("ssh sync: a sweep with repeats on the test cluster uploads once, ever
                                    "tps ([0-9]+)",
                                    "--repeats",
                                    "2",
-                                   "--set",
-                                   "shape.cpus_per_gpu=1",
-                                   "--ssh-config",
-                                   hpc::test::testcluster_ssh_config(),
-                                   "--host",
-                                   "testlogin",
-                                   "--remote-runs-dir",
-                                   (repo / "remote-runs").string(),
-                                   "--runs-dir",
-                                   (repo / "runs").string(),
                                    "--out",
-                                   (repo / "sweep").string(),
-                                   "--sync",
-                                   "--sync-store",
-                                   store.string(),
-                                   "--sync-max-size",
-                                   "1K",
-                                   "--",
-                                   "./prog.sh"},
-                                  po);
+                                   (repo / "sweep").string()};
+  add_synced_job_args(args, repo, store);
+  auto r = hpc::test::run_process(args, po);
   INFO(r.out + r.err);
   REQUIRE(r.ok());
   // One upload for the whole sweep; four jobs ran in the one tree.
