@@ -84,18 +84,18 @@ TEST_CASE("layering: a user clusters/NAME.json extending its own name builds on 
   Sandbox sb;
   sb.write("xdg/hpclaunch/clusters/jsc.json",
            "{\"extends\": \"jsc\", \"partition\": \"develbooster\", \"account\": \"myproj\",\n"
-           " \"env\": {\"UCX_RC_TIMEOUT\": null}}");
+           " \"module_purge\": null}");
   auto r = render(sb, {"--preset", "2n4g", "--cluster", "jsc"});
   CHECK(r.spec["profile"]["partition"] == "develbooster");
   CHECK(r.spec["profile"]["account"] == "myproj");
   CHECK(r.spec["profile"]["ib_suffix"] == "i");  // from the built-in
   CHECK(r.spec["profile"]["modules"] == json::array({"Stages/2024", "GCC", "CUDA", "NCCL"}));
-  CHECK_FALSE(r.spec["profile"]["env"].contains("UCX_RC_TIMEOUT"));  // removed by null
+  CHECK_FALSE(r.spec["profile"].contains("module_purge"));  // removed by null
   CHECK(has_line(r.script, "#SBATCH --partition=develbooster"));
   CHECK(has_line(r.script, "#SBATCH --account=myproj"));
   CHECK(has_line(r.script, "if ! module load Stages/2024; then"));
   CHECK(has_line(r.script, "hpc_ib_suffix=i"));
-  CHECK_THAT(r.script, !Contains("UCX_RC_TIMEOUT"));
+  CHECK_THAT(r.script, !Contains("module --force purge"));
 
   Run show = sb.hpclaunch({"clusters", "show", "jsc", "--json"});
   INFO(show.describe());
@@ -216,10 +216,10 @@ TEST_CASE("layering: null in a layer removes a key", "[layering]") {
   SECTION("from --set") {
     auto r =
         render(sb, {"--preset", "2n4g", "--cluster", "jsc", "--set", "profile.account=p", "--set",
-                    "profile.env.UCX_RC_TIMEOUT=null", "--set", "profile.modules=null"});
-    CHECK_FALSE(r.spec["profile"]["env"].contains("UCX_RC_TIMEOUT"));
+                    "profile.ib_suffix=null", "--set", "profile.modules=null"});
+    CHECK_FALSE(r.spec["profile"].contains("ib_suffix"));
     CHECK_FALSE(r.spec["profile"].contains("modules"));
-    CHECK_THAT(r.script, !Contains("export UCX_RC_TIMEOUT"));
+    CHECK_THAT(r.script, !Contains("hpc_ib_suffix=i"));
     CHECK_THAT(r.script, !Contains("module load"));
     CHECK(has_line(r.script, "if ! module --force purge; then"));  // jsc's purge stays
   }
