@@ -60,6 +60,7 @@ struct TrainOptions {
   bool checkpoint_at_end = false;
   int keep_checkpoints = 2;
   std::string resume;      // "", "auto" (newest in checkpoint_dir, if any), or a checkpoint file
+  std::string resume_mode() const;  // --resume, or "auto" in a requeued Slurm job
   std::string dump_grads;  // write the first step's gradients (HF names and layout) here
   double peak_tflops = 0;  // for MFU; 0: known GPUs by name, none on CPU
   // Distributed
