@@ -56,7 +56,9 @@ struct CollectiveId {
   const char* name;
   uint64_t seq;
 };
-CollectiveId start_collective(const char* name) { return {name, progress_collective_started(name)}; }
+CollectiveId start_collective(const char* name) {
+  return {name, progress_collective_started(name)};
+}
 
 // Runs `blocking` as a wait inside collective `id`.
 template <typename F>

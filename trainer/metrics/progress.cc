@@ -22,8 +22,7 @@ namespace fs = std::filesystem;
 constexpr auto kHeartbeatPeriod = std::chrono::seconds(2);
 
 double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // The process's progress: plain atomics, written by the training thread and the communicator,
@@ -101,15 +100,24 @@ void replace_file(const fs::path& path, const std::string& text) {
 
 const char* phase_name(Phase p) {
   switch (p) {
-    case Phase::start: return "start";
-    case Phase::data: return "data";
-    case Phase::forward: return "forward";
-    case Phase::backward: return "backward";
-    case Phase::collective: return "collective";
-    case Phase::optimizer: return "optimizer";
-    case Phase::checkpoint: return "checkpoint";
-    case Phase::eval: return "eval";
-    case Phase::stopped: return "stopped (HPCTRAIN_TEST_HANG)";
+    case Phase::start:
+      return "start";
+    case Phase::data:
+      return "data";
+    case Phase::forward:
+      return "forward";
+    case Phase::backward:
+      return "backward";
+    case Phase::collective:
+      return "collective";
+    case Phase::optimizer:
+      return "optimizer";
+    case Phase::checkpoint:
+      return "checkpoint";
+    case Phase::eval:
+      return "eval";
+    case Phase::stopped:
+      return "stopped (HPCTRAIN_TEST_HANG)";
   }
   return "?";
 }
@@ -216,9 +224,7 @@ struct ProgressReporter::Threads {
   std::atomic<bool> stopping{false};
   std::thread heartbeat, signals;
 
-  fs::path file(const char* suffix) const {
-    return dir / fmt::format("rank-{}{}", rank, suffix);
-  }
+  fs::path file(const char* suffix) const { return dir / fmt::format("rank-{}{}", rank, suffix); }
 
   void beat() {
     uint64_t written = ~uint64_t(0);

@@ -18,7 +18,8 @@
 //   waiting_seconds, progress_time (Unix seconds of its last progress), written_time.
 //
 // Test only: HPCTRAIN_TEST_HANG=RANK:STEP makes that rank stop, for ever, just before its first
-// collective of that step (the others then wait inside that collective). Never set it in a real job.
+// collective of that step (the others then wait inside that collective). Never set it in a real
+// job.
 #pragma once
 
 #include <csignal>
@@ -32,7 +33,17 @@ namespace hpc::train {
 // default action is to be ignored, so a program that does not answer it is not harmed.
 inline constexpr int kWhereSignal = SIGURG;
 
-enum class Phase { start, data, forward, backward, collective, optimizer, checkpoint, eval, stopped };
+enum class Phase {
+  start,
+  data,
+  forward,
+  backward,
+  collective,
+  optimizer,
+  checkpoint,
+  eval,
+  stopped
+};
 const char* phase_name(Phase p);
 
 // The calls the training loop and the communicator make (any thread; lock-free).
@@ -59,8 +70,7 @@ struct ProgressSnapshot {
 };
 ProgressSnapshot progress_snapshot();
 
-std::string progress_json(const ProgressSnapshot& s, int rank, const std::string& host,
-                          double now);
+std::string progress_json(const ProgressSnapshot& s, int rank, const std::string& host, double now);
 // "hpctrain: rank 3 on node02: step 41, phase backward, waiting in all_reduce #1234 for 95 s,
 // last progress 14:02:11 UTC"
 std::string where_line(const ProgressSnapshot& s, int rank, const std::string& host, double now);

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# hang_test.sh CASE HPCLAUNCH HPCTRAIN: hang detection (job.hang_seconds) on the real test cluster
+# (tests/cluster's slurm_cluster fixture; SLURM_CONF comes from CTest). 2 nodes x 1 rank (preset
+# 2n2g with shape.gpus_per_node=1), `hpclaunch run` follows the job with job.hang_seconds=10.
+#   hpctrain  the real hpctrain (tiny model, Gloo on CPU, ddp); HPCTRAIN_TEST_HANG=1:3 stops rank 1
+#             for ever just before its first collective of step 3, so rank 0 waits inside that
+#             collective. hpclaunch must say rank 1 is behind at step 3 and rank 0 waits inside
+#             all_reduce #N, send SIGURG (scancel --signal=23: the tasks, not the batch shell),
+#             show and save both ranks' answers in <run dir>/hang-<time>.txt, cancel the job and
+#             exit 79, long before the job's time limit and the collective's timeout (300 s).
+#   program   launch srun, a bash program that prints one line and then sleeps, answering URG
+#             with a line of its own: no progress files, so hpclaunch names each rank's last log
+#             line, and the answers come from the log.
+set -euo pipefail
+case_name=$1 hpclaunch=$2 hpctrain=$3
+: "${SLURM_CONF:?run me through ctest (the slurm_cluster fixture sets SLURM_CONF)}"
+work=$(mktemp -d "${TMPDIR:-/tmp}/hang-test.XXXXXX")
+name="hang-$case_name-$$"
+jobs_of_test() { squeue --noheader --name "$name" --format %i 2>/dev/null || true; }
+cleanup() {
+  local ids
+  mapfile -t ids < <(jobs_of_test)
+  ((${#ids[@]} == 0)) || scancel "${ids[@]}" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+cd "$work"
+export XDG_CONFIG_HOME="$work/xdg" HPCLAUNCH_PATH="" GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=1
+
+fail() {
+  echo "FAIL: $*" >&2
+  for f in "$work"/*.err "$work"/*.out; do [[ -f $f ]] && { echo "--- $f" >&2; tail -n 40 "$f" >&2; }; done
+  exit 1
+}
+# job_field, wait_state, submitted_id
+# shellcheck source-path=SCRIPTDIR source=job_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
+
+common=(run --no-project --preset 2n2g --set shape.gpus_per_node=1 --set shape.cpus_per_gpu=1
+  --set "job.name=$name" --set job.hang_seconds=10 --set shape.time=00:10:00)
+started=$SECONDS
+rc=0
+case "$case_name" in
+  hpctrain)
+    for i in $(seq 1 400); do
+      echo "line $i: the quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs."
+    done >"$work/corpus.txt"
+    HPCTRAIN_TEST_HANG=1:3 "$hpclaunch" "${common[@]}" --strategy ddp \
+      --set "trainer.program=$hpctrain" -- \
+      --data "$work/corpus.txt" --data-format text --model tiny --micro-batch 4 --seq-len 64 \
+      --total-batch-tokens 512 --warmup-steps 3 --max-lr 3e-3 --eval-every 0 --seed 9 \
+      --threads 1 --log-every 1 --max-steps 1000 2>"$work/run.err" >"$work/run.out" || rc=$?
+    ;;
+  program)
+    cat >"$work/program.sh" <<'PROGRAM'
+echo "rank $SLURM_PROCID: loading the data"
+trap 'echo "rank $SLURM_PROCID: asked where I am: sleeping in program.sh"' URG
+while true; do sleep 1 & wait $! || true; done
+PROGRAM
+    "$hpclaunch" "${common[@]}" --launch srun -- bash "$work/program.sh" \
+      2>"$work/run.err" >"$work/run.out" || rc=$?
+    ;;
+  *) echo "usage: $0 hpctrain|program HPCLAUNCH HPCTRAIN" >&2; exit 2 ;;
+esac
+took=$((SECONDS - started))
+job=$(submitted_id "$work/run.err")
+[[ -n $job ]] || fail "no job submitted"
+[[ $rc == 79 ]] || fail "hpclaunch run exited $rc, not 79 (a hang)"
+((took < 120)) || fail "the hang ended the job only after $took s"
+s=$(wait_state "$job" 60 CANCELLED) || fail "job $job is $s, not CANCELLED"
+err=$(cat "$work/run.err")
+has() { grep -qF -- "$1" <<<"$err" || fail "hpclaunch did not say: $1"; }
+has "hang: no rank reported"
+has "asking every rank where it is (SIGURG to the tasks of job $job)"
+has "ending job $job (job.hang_seconds = 10); hang report: "
+run_dir="$work/runs/$name-$job"
+reports=("$run_dir"/hang-*.txt)
+[[ -f ${reports[0]} ]] || fail "no hang-*.txt in $run_dir"
+report=$(cat "${reports[0]}")
+in_report() { grep -qF -- "$1" <<<"$report" || fail "the hang report lacks: $1"; }
+case "$case_name" in
+  hpctrain)
+    has "hang: no rank reported progress for"
+    has "rank 1 on node02 is behind the others: step 3, phase stopped (HPCTRAIN_TEST_HANG)"
+    # Rank 0 waits inside the collective that rank 1 never started: one number higher.
+    line0=$(grep -o "rank 0 on node01: step 3, phase [a-z]*, waiting inside [a-z_]* #[0-9]*" <<<"$err" | head -n 1) ||
+      fail "hpclaunch did not say rank 0 waits inside a collective at step 3"
+    seq0=${line0##*#}
+    last1=$(grep -o "is behind the others: .*not in a collective (last: [a-z_]* #[0-9]*)" <<<"$err" | grep -o '#[0-9]*' | tail -n 1)
+    [[ ${last1#\#} == $((seq0 - 1)) ]] || fail "rank 1's last collective $last1, rank 0 waits in #$seq0"
+    # The ranks' own answers (the SIGURG thread), shown and saved.
+    has "hpctrain: rank 0 on node01: step 3, phase"
+    has "hpctrain: rank 1 on node02: step 3, phase stopped (HPCTRAIN_TEST_HANG)"
+    in_report "rank 1 on node02 is behind the others: step 3"
+    in_report "hpctrain: rank 0 on node01: step 3, phase"
+    in_report ", waiting in ${line0##*waiting inside } for"
+    [[ -f $run_dir/progress/rank-0 && -f $run_dir/progress/rank-1.where ]] || fail "no progress files in $run_dir/progress"
+    ;;
+  program)
+    has "hang: no rank reported output for"
+    has "this program writes no progress files"
+    has "rank 1, "
+    has "1: rank 1: loading the data"
+    has "1: rank 1: asked where I am: sleeping in program.sh"
+    in_report "0: rank 0: asked where I am: sleeping in program.sh"
+    ;;
+esac
+echo "$case_name: job $job ended by hang detection after $took s (hpclaunch exit $rc); report ${reports[0]##*/}:"
+cat "${reports[0]}"
