@@ -240,7 +240,10 @@ void Follower::emit_lines(LogTail& tail, const std::string& data, std::ostream& 
       std::smatch m;
       const int rank = std::regex_search(line, m, label) ? std::stoi(m[1]) : -1;
       hang_.saw_log_line(rank, line, std::chrono::steady_clock::now());
-      if (captured_) captured_->push_back(line);
+      if (captured_) {  // the answers to the where-signal: shown once, with the summary
+        captured_->push_back(line);
+        continue;
+      }
     }
     if (o_.rank) {
       std::smatch m;

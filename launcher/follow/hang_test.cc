@@ -1,5 +1,7 @@
 #include "follow/hang.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
