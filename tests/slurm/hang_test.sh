@@ -105,5 +105,7 @@ case "$case_name" in
     in_report "0: rank 0: asked where I am: sleeping in program.sh"
     ;;
 esac
-echo "$case_name: job $job ended by hang detection after $took s (hpclaunch exit $rc); report ${reports[0]##*/}:"
+echo "$case_name: job $job ended by hang detection after $took s (hpclaunch exit $rc); what hpclaunch said:"
+grep "hpclaunch: " "$work/run.err" | sed -n '/hang: no rank/,$p'
+echo "--- ${reports[0]##*/}:"
 cat "${reports[0]}"
