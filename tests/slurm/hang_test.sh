@@ -8,19 +8,26 @@
 #             all_reduce #N, send SIGURG (scancel --signal=23: the tasks, not the batch shell),
 #             show and save both ranks' answers in <run dir>/hang-<time>.txt, cancel the job and
 #             exit 79, long before the job's time limit and the collective's timeout (300 s).
+#   local     the hpctrain case on the local backend (no Slurm: `--local --preset 1n2g`, both
+#             ranks on this machine; the signal goes to the job's session but the batch shell).
 #   program   launch srun, a bash program that prints one line and then sleeps, answering URG
 #             with a line of its own: no progress files, so hpclaunch names each rank's last log
 #             line, and the answers come from the log.
 set -euo pipefail
 case_name=$1 hpclaunch=$2 hpctrain=$3
-: "${SLURM_CONF:?run me through ctest (the slurm_cluster fixture sets SLURM_CONF)}"
+[[ $case_name == local ]] ||
+  : "${SLURM_CONF:?run me through ctest (the slurm_cluster fixture sets SLURM_CONF)}"
 work=$(mktemp -d "${TMPDIR:-/tmp}/hang-test.XXXXXX")
 name="hang-$case_name-$$"
 jobs_of_test() { squeue --noheader --name "$name" --format %i 2>/dev/null || true; }
 cleanup() {
   local ids
-  mapfile -t ids < <(jobs_of_test)
-  ((${#ids[@]} == 0)) || scancel "${ids[@]}" 2>/dev/null || true
+  if [[ $case_name == local ]]; then
+    [[ -z ${job:-} ]] || (cd "$work" && "$hpclaunch" cancel "$job" >/dev/null 2>&1) || true
+  else
+    mapfile -t ids < <(jobs_of_test)
+    ((${#ids[@]} == 0)) || scancel "${ids[@]}" 2>/dev/null || true
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -38,10 +45,16 @@ source "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
 
 common=(run --no-project --preset 2n2g --set shape.gpus_per_node=1 --set shape.cpus_per_gpu=1
   --set "job.name=$name" --set job.hang_seconds=10 --set shape.time=00:10:00)
+node0=node01 node1=node02
+if [[ $case_name == local ]]; then
+  common=(run --no-project --local --preset 1n2g --set shape.cpus_per_gpu=1
+    --set "job.name=$name" --set job.hang_seconds=10 --set shape.time=00:10:00)
+  node0=$(hostname) node1=$(hostname)
+fi
 started=$SECONDS
 rc=0
 case "$case_name" in
-  hpctrain)
+  hpctrain | local)
     for i in $(seq 1 400); do
       echo "line $i: the quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs."
     done >"$work/corpus.txt"
@@ -60,14 +73,22 @@ PROGRAM
     "$hpclaunch" "${common[@]}" --launch srun -- bash "$work/program.sh" \
       2>"$work/run.err" >"$work/run.out" || rc=$?
     ;;
-  *) echo "usage: $0 hpctrain|program HPCLAUNCH HPCTRAIN" >&2; exit 2 ;;
+  *) echo "usage: $0 hpctrain|local|program HPCLAUNCH HPCTRAIN" >&2; exit 2 ;;
 esac
 took=$((SECONDS - started))
 job=$(submitted_id "$work/run.err")
 [[ -n $job ]] || fail "no job submitted"
 [[ $rc == 79 ]] || fail "hpclaunch run exited $rc, not 79 (a hang)"
 ((took < 120)) || fail "the hang ended the job only after $took s"
-s=$(wait_state "$job" 60 CANCELLED) || fail "job $job is $s, not CANCELLED"
+if [[ $case_name == local ]]; then
+  for _ in $(seq 100); do
+    "$hpclaunch" status "$job" 2>&1 | grep -q CANCELLED && break
+    sleep 0.2
+  done
+  "$hpclaunch" status "$job" 2>&1 | grep -q CANCELLED || fail "local job $job is not CANCELLED"
+else
+  s=$(wait_state "$job" 60 CANCELLED) || fail "job $job is $s, not CANCELLED"
+fi
 err=$(cat "$work/run.err")
 has() { grep -qF -- "$1" <<<"$err" || fail "hpclaunch did not say: $1"; }
 has "hang: no rank reported"
@@ -79,20 +100,20 @@ reports=("$run_dir"/hang-*.txt)
 report=$(cat "${reports[0]}")
 in_report() { grep -qF -- "$1" <<<"$report" || fail "the hang report lacks: $1"; }
 case "$case_name" in
-  hpctrain)
+  hpctrain | local)
     has "hang: no rank reported progress for"
-    has "rank 1 on node02 is behind the others: step 3, phase stopped (HPCTRAIN_TEST_HANG)"
+    has "rank 1 on $node1 is behind the others: step 3, phase stopped (HPCTRAIN_TEST_HANG)"
     # Rank 0 waits inside the collective that rank 1 never started: one number higher.
-    line0=$(grep -o "rank 0 on node01: step 3, phase [a-z]*, waiting inside [a-z_]* #[0-9]*" <<<"$err" | head -n 1) ||
+    line0=$(grep -o "rank 0 on $node0: step 3, phase [a-z]*, waiting inside [a-z_]* #[0-9]*" <<<"$err" | head -n 1) ||
       fail "hpclaunch did not say rank 0 waits inside a collective at step 3"
     seq0=${line0##*#}
     last1=$(grep -o "is behind the others: .*not in a collective (last: [a-z_]* #[0-9]*)" <<<"$err" | grep -o '#[0-9]*' | tail -n 1)
     [[ ${last1#\#} == $((seq0 - 1)) ]] || fail "rank 1's last collective $last1, rank 0 waits in #$seq0"
     # The ranks' own answers (the SIGURG thread), shown and saved.
-    has "hpctrain: rank 0 on node01: step 3, phase"
-    has "hpctrain: rank 1 on node02: step 3, phase stopped (HPCTRAIN_TEST_HANG)"
-    in_report "rank 1 on node02 is behind the others: step 3"
-    in_report "hpctrain: rank 0 on node01: step 3, phase"
+    has "hpctrain: rank 0 on $node0: step 3, phase"
+    has "hpctrain: rank 1 on $node1: step 3, phase stopped (HPCTRAIN_TEST_HANG)"
+    in_report "rank 1 on $node1 is behind the others: step 3"
+    in_report "hpctrain: rank 0 on $node0: step 3, phase"
     in_report ", waiting in ${line0##*waiting inside } for"
     [[ -f $run_dir/progress/rank-0 && -f $run_dir/progress/rank-1.where ]] || fail "no progress files in $run_dir/progress"
     ;;
