@@ -13,6 +13,9 @@
 #   program   launch srun, a bash program that prints one line and then sleeps, answering URG
 #             with a line of its own: no progress files, so hpclaunch names each rank's last log
 #             line, and the answers come from the log.
+#   python    the same with a Python program that does what docs/troubleshooting.md tells users:
+#             faulthandler.register(signal.SIGURG, all_threads=True); its stack, naming the
+#             function it sleeps in, is the answer.
 set -euo pipefail
 case_name=$1 hpclaunch=$2 hpctrain=$3
 [[ $case_name == local ]] ||
@@ -73,7 +76,20 @@ PROGRAM
     "$hpclaunch" "${common[@]}" --launch srun -- bash "$work/program.sh" \
       2>"$work/run.err" >"$work/run.out" || rc=$?
     ;;
-  *) echo "usage: $0 hpctrain|local|program HPCLAUNCH HPCTRAIN" >&2; exit 2 ;;
+  python)
+    cat >"$work/program.py" <<'PROGRAM'
+import faulthandler, os, signal, sys, time
+faulthandler.register(signal.SIGURG, file=sys.stderr, all_threads=True)
+def wait_for_the_other_ranks():
+    while True:
+        time.sleep(1)
+print(f"rank {os.environ['RANK']}: loading the data", flush=True)
+wait_for_the_other_ranks()
+PROGRAM
+    "$hpclaunch" "${common[@]}" --launch srun -- python3 "$work/program.py" \
+      2>"$work/run.err" >"$work/run.out" || rc=$?
+    ;;
+  *) echo "usage: $0 hpctrain|local|program|python HPCLAUNCH HPCTRAIN" >&2; exit 2 ;;
 esac
 took=$((SECONDS - started))
 job=$(submitted_id "$work/run.err")
@@ -124,6 +140,13 @@ case "$case_name" in
     has "1: rank 1: loading the data"
     has "1: rank 1: asked where I am: sleeping in program.sh"
     in_report "0: rank 0: asked where I am: sleeping in program.sh"
+    ;;
+  python)
+    has "this program writes no progress files"
+    has "1: rank 1: loading the data"
+    has 'line 5 in wait_for_the_other_ranks'
+    in_report "0: Current thread"
+    in_report '1:   File "'"$work"'/program.py", line 7 in <module>'
     ;;
 esac
 echo "$case_name: job $job ended by hang detection after $took s (hpclaunch exit $rc); what hpclaunch said:"
