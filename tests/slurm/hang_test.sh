@@ -8,6 +8,9 @@
 #             all_reduce #N, send SIGURG (scancel --signal=23: the tasks, not the batch shell),
 #             show and save both ranks' answers in <run dir>/hang-<time>.txt, cancel the job and
 #             exit 79, long before the job's time limit and the collective's timeout (300 s).
+#   ssh       the hpctrain case through the test cluster's login node (--host testlogin): the
+#             progress files are read over SFTP, scancel runs there, the report is saved in this
+#             machine's copy of the run directory.
 #   local     the hpctrain case on the local backend (no Slurm: `--local --preset 1n2g`, both
 #             ranks on this machine; the signal goes to the job's session but the batch shell).
 #   program   launch srun, a bash program that prints one line and then sleeps, answering URG
@@ -49,6 +52,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
 common=(run --no-project --preset 2n2g --set shape.gpus_per_node=1 --set shape.cpus_per_gpu=1
   --set "job.name=$name" --set job.hang_seconds=10 --set shape.time=00:10:00)
 node0=node01 node1=node02
+if [[ $case_name == ssh ]]; then
+  cluster_dir=$(dirname "$(dirname "$SLURM_CONF")")
+  common+=(--host testlogin --ssh-config "$cluster_dir/ssh/config" --remote-runs-dir "$work/remote-runs"
+    --set 'profile.env.HPCTRAIN_TEST_HANG={"value": "1:3", "reason": "test"}')  # this shell's environment does not travel over SSH
+fi
 if [[ $case_name == local ]]; then
   common=(run --no-project --local --preset 1n2g --set shape.cpus_per_gpu=1
     --set "job.name=$name" --set job.hang_seconds=10 --set shape.time=00:10:00)
@@ -57,7 +65,7 @@ fi
 started=$SECONDS
 rc=0
 case "$case_name" in
-  hpctrain | local)
+  hpctrain | local | ssh)
     for i in $(seq 1 400); do
       echo "line $i: the quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs."
     done >"$work/corpus.txt"
@@ -89,7 +97,7 @@ PROGRAM
     "$hpclaunch" "${common[@]}" --launch srun -- python3 "$work/program.py" \
       2>"$work/run.err" >"$work/run.out" || rc=$?
     ;;
-  *) echo "usage: $0 hpctrain|local|program|python HPCLAUNCH HPCTRAIN" >&2; exit 2 ;;
+  *) echo "usage: $0 hpctrain|ssh|local|program|python HPCLAUNCH HPCTRAIN" >&2; exit 2 ;;
 esac
 took=$((SECONDS - started))
 job=$(submitted_id "$work/run.err")
@@ -116,7 +124,7 @@ reports=("$run_dir"/hang-*.txt)
 report=$(cat "${reports[0]}")
 in_report() { grep -qF -- "$1" <<<"$report" || fail "the hang report lacks: $1"; }
 case "$case_name" in
-  hpctrain | local)
+  hpctrain | local | ssh)
     has "hang: no rank reported progress for"
     has "rank 1 on $node1 is behind the others: step 3, phase stopped (HPCTRAIN_TEST_HANG)"
     # Rank 0 waits inside the collective that rank 1 never started: one number higher.
@@ -131,7 +139,9 @@ case "$case_name" in
     in_report "rank 1 on $node1 is behind the others: step 3"
     in_report "hpctrain: rank 0 on $node0: step 3, phase"
     in_report ", waiting in ${line0##*waiting inside } for"
-    [[ -f $run_dir/progress/rank-0 && -f $run_dir/progress/rank-1.where ]] || fail "no progress files in $run_dir/progress"
+    remote_dir=$run_dir
+    [[ $case_name != ssh ]] || remote_dir="$work/remote-runs/$name-$job"
+    [[ -f $remote_dir/progress/rank-0 && -f $remote_dir/progress/rank-1.where ]] || fail "no progress files in $remote_dir/progress"
     ;;
   program)
     has "hang: no rank reported output for"
