@@ -19,6 +19,7 @@
 #include "dist/bench_allreduce.h"
 #include "error.h"
 #include "man_page.h"
+#include "metrics/progress.h"
 #include "model/config.h"
 #include "train.h"
 #include "version_line.h"
@@ -231,6 +232,7 @@ CLI::App* add_bench_allreduce_command(CLI::App& app, hpc::train::BenchAllreduceO
 }  // namespace
 
 int main(int argc, char** argv) {
+  hpc::train::block_where_signal();  // before any thread starts: only sigwait takes SIGURG
   CLI::App app{"hpctrain: GPT-2 training with LibTorch (single process or DDP)"};
   app.require_subcommand(1);
   const std::string version =

@@ -1,4 +1,6 @@
 // What the model flags resolve to: a named shape with overrides, or a Hugging Face config.
+#include <cstdlib>
+
 #include "checkpoint/checkpoint.h"
 #include "train.h"
 
@@ -18,6 +20,14 @@ GptConfig ModelOptions::resolve() const {
   }
   validate(c);
   return c;
+}
+
+// A requeued Slurm job (SLURM_RESTART_COUNT >= 1) resumes by itself unless --resume says otherwise.
+std::string TrainOptions::resume_mode() const {
+  if (!resume.empty()) return resume;
+  const char* restarts = std::getenv("SLURM_RESTART_COUNT");
+  if (restarts && std::atoi(restarts) >= 1) return "auto";
+  return "";
 }
 
 }  // namespace hpc::train

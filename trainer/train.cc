@@ -19,6 +19,7 @@
 #include "dist/strategy.h"
 #include "error.h"
 #include "metrics/metrics.h"
+#include "metrics/progress.h"
 #include "model/model.h"
 #include "optim/optim.h"
 #include "optim/schedule.h"
@@ -49,14 +50,6 @@ extern "C" void request_stop(int sig) { g_stop_requested = sig; }
 
 const char* stop_signal_name(int sig) {
   return sig == SIGTERM ? "SIGTERM" : sig == SIGUSR2 ? "SIGUSR2" : "SIGUSR1";
-}
-
-// A requeued Slurm job (SLURM_RESTART_COUNT >= 1) resumes by itself unless --resume says otherwise.
-std::string resume_mode(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  const char* restarts = std::getenv("SLURM_RESTART_COUNT");
-  if (restarts && std::atoi(restarts) >= 1) return "auto";
-  return "";
 }
 
 void set_threads(const RuntimeOptions& r) {
@@ -374,6 +367,7 @@ int64_t resume_training(const std::vector<fs::path>& candidates, const std::stri
 void validate(GptImpl& model, DataIterator& val_data, const TrainOptions& o, int64_t step,
               int64_t B, int64_t T, const at::Device& device, dist::ProcessGroup& ranks,
               MetricsLog& metrics) {
+  progress_phase(Phase::eval);
   model.eval();
   double v =
       evaluate(model, val_data, o.val_batches, B, T, device, use_bf16(o.runtime.precision, device));
@@ -389,15 +383,18 @@ at::Tensor forward_backward(GptImpl& model, dist::Strategy& strategy, DataIterat
                             const at::Device& device, bool bf16) {
   at::Tensor loss_accum = torch::zeros({}, torch::TensorOptions().device(device));
   for (int64_t micro = 0; micro < accum; ++micro) {
+    progress_phase(Phase::data);
     Batch b = next_batch(data, window, B, T, device);
     strategy.set_gradient_sync(micro == accum - 1);
     at::Tensor loss;
     {
+      progress_phase(Phase::forward);
       AutocastScope ac(bf16, device);
       loss = model.loss(b.x, b.y);  // scalar: mean over the B*T tokens
     }
     loss = loss / double(accum);  // the gradient of the mean over the whole step
     loss_accum += loss.detach();
+    progress_phase(Phase::backward);
     loss.backward();
   }
   return loss_accum;
@@ -408,6 +405,7 @@ at::Tensor forward_backward(GptImpl& model, dist::Strategy& strategy, DataIterat
 fs::path write_checkpoint(const TrainOptions& o, int64_t step, const GptConfig& config, int64_t B,
                           int64_t T, const std::vector<ParamShape>& layout,
                           dist::Strategy& strategy, const DataIterator& train_data) {
+  progress_phase(Phase::checkpoint);
   Manifest info;
   info.next_step = step + 1;
   info.optimizer_steps = strategy.optimizer_steps();
@@ -476,6 +474,7 @@ int run_train(const TrainOptions& o) {
   const bool distributed = o.strategy != "none";
   const auto rdv =
       dist::rendezvous_from_env(dist::process_environment(), o.master_suffix, distributed);
+  const ProgressReporter progress(rdv.rank);  // rank-N files; answers SIGURG (metrics/progress.h)
   const GptConfig config = o.model.resolve();
   const int64_t B = o.micro_batch;
   const int64_t T = o.seq_len.value_or(config.block_size);
@@ -485,7 +484,7 @@ int run_train(const TrainOptions& o) {
   TrainData data = open_data(o, rdv, config, B, T);
   const LrSchedule schedule{o.max_lr, o.min_lr_ratio, o.warmup_steps,
                             o.decay_steps.value_or(o.max_steps)};
-  const std::string resume = resume_mode(o.resume);
+  const std::string resume = o.resume_mode();
   const auto resume_from = resume_candidates(o, resume, config, T, rdv.rank);
   const at::Device device = set_up_device(o.runtime, rdv.local_rank);
   auto strategy = dist::make_strategy(strategy_options(o, device), rdv);
@@ -530,6 +529,7 @@ int run_train(const TrainOptions& o) {
   std::vector<int64_t> window;
   for (int64_t step = first_step; step < o.max_steps; ++step) {
     const bool last = step == o.max_steps - 1;
+    progress_step(step);
     // --- validation and samples: they read their own data and change no training state ---
     if (data.val && o.eval_every > 0 && (step % o.eval_every == 0 || last)) {
       validate(*model, *data.val, o, step, B, T, device, ranks, metrics);
@@ -550,12 +550,14 @@ int run_train(const TrainOptions& o) {
     for (auto& p : params) p.mutable_grad() = at::Tensor();  // the next backward writes them
     const at::Tensor loss =
         forward_backward(*model, *strategy, *data.train, window, accum, B, T, device, bf16);
+    progress_phase(Phase::collective);
     strategy->finish_gradients();  // gradients are now the mean over ranks
     if (!o.dump_grads.empty() && step == first_step && rank == 0) {
       export_gradients(o.dump_grads, *model);
     }
     const double loss_value = ranks.mean_over_ranks(loss.item<double>());
     const double lr = schedule.at(step);
+    progress_phase(Phase::optimizer);
     const double norm = strategy->clip_and_step(o.grad_clip, lr);  // the norm over all shards
     synchronize(device);
     const double dt = seconds_since(t0);

@@ -59,9 +59,10 @@ struct TrainOptions {
   int64_t checkpoint_every = 0;  // 0: only with --checkpoint-at-end
   bool checkpoint_at_end = false;
   int keep_checkpoints = 2;
-  std::string resume;      // "", "auto" (newest in checkpoint_dir, if any), or a checkpoint file
-  std::string dump_grads;  // write the first step's gradients (HF names and layout) here
-  double peak_tflops = 0;  // for MFU; 0: known GPUs by name, none on CPU
+  std::string resume;  // "", "auto" (newest in checkpoint_dir, if any), or a checkpoint file
+  std::string resume_mode() const;  // --resume, or "auto" in a requeued Slurm job
+  std::string dump_grads;           // write the first step's gradients (HF names and layout) here
+  double peak_tflops = 0;           // for MFU; 0: known GPUs by name, none on CPU
   // Distributed
   std::string strategy = "none";  // none, ddp, zero1, zero2
   std::string master_suffix;      // appended to the first host of SLURM_JOB_NODELIST

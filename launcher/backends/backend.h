@@ -115,6 +115,10 @@ class Backend {
   virtual LogChunk read_log(const std::string& path, uint64_t offset,
                             size_t max_bytes = 1 << 20) = 0;
   virtual void cancel(const std::string& job_id) = 0;
+  // Sends `signal` (a name scancel knows, USR1, or a number, 23) to every task of the job's steps,
+  // not to its batch script (hang detection asks the tasks where they are). Throws BackendError; a
+  // backend that cannot says so.
+  virtual void signal_tasks(const std::string& job_id, const std::string& signal);
 };
 
 // A backend operation that failed after retries: the cluster is unreachable, sbatch refused

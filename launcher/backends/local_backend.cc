@@ -23,6 +23,7 @@
 #include "backends/local_supervisor.h"
 #include "backends/process_session.h"
 #include "error.h"
+#include "posix_io.h"
 #include "spec/spec.h"
 #include "text.h"
 
@@ -251,6 +252,18 @@ JobStatus LocalBackend::status(const std::string& job_id) {
 LogChunk LocalBackend::read_log(const std::string& path, uint64_t offset, size_t max_bytes) {
   LocalHost host;
   return host.read_file(path, offset, max_bytes);
+}
+
+// Like scancel --signal without --batch: every process of the job's session but the batch shell.
+void LocalBackend::signal_tasks(const std::string& job_id, const std::string& signal) {
+  const std::string run_dir = run_dir_of(job_id);
+  const int sig = signal_from_name(signal);
+  if (run_dir.empty() || sig <= 0)
+    throw BackendError("signal: no local job " + job_id + " under " + runs_root_ +
+                       (sig <= 0 ? " (or no signal " + signal + ")" : ""));
+  auto state = read_local_state(run_dir);
+  if (!state || state->pgid <= 0 || is_local_final_state(state->state)) return;
+  signal_session(state->pgid, sig, /*except=*/state->pgid);
 }
 
 void LocalBackend::cancel(const std::string& job_id) {

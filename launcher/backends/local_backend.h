@@ -57,6 +57,7 @@ class LocalBackend : public Backend {
   // SIGTERM to every process of the job, SIGKILL after kill_wait_seconds; a no-op for a
   // finished job. Throws BackendError for an id that is not a local job under runs_root.
   void cancel(const std::string& job_id) override;
+  void signal_tasks(const std::string& job_id, const std::string& signal) override;
 
   const std::string& runs_root() const { return runs_root_; }
   // The run directory of a local job under runs_root, "" when there is none.

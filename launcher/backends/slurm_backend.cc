@@ -12,8 +12,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <climits>
+#include <cstdlib>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -67,6 +67,11 @@ bool is_job_id(std::string_view id) {
   size_t sep = id.find_first_of("_+");
   std::string_view job = id.substr(0, sep);
   return number(job) && job != "0" && (sep == std::string_view::npos || number(id.substr(sep + 1)));
+}
+
+void Backend::signal_tasks(const std::string& job_id, const std::string& signal) {
+  throw BackendError("the " + kind() + " backend cannot send " + signal + " to the tasks of job " +
+                     job_id);
 }
 
 namespace {
@@ -514,6 +519,18 @@ void SlurmBackend::cancel(const std::string& job_id) {
   auto r = host_->run({"scancel", job_id}, o);
   if (r.ok()) return;
   std::string what = "scancel " + job_id + " on " + host_->name() + ": " + r.summary("scancel");
+  if (r.timed_out || is_controller_unreachable(r.err)) throw BackendUnreachable(what);
+  throw BackendError(what);
+}
+
+void SlurmBackend::signal_tasks(const std::string& job_id, const std::string& signal) {
+  check_job_id(job_id);
+  CommandOptions o;
+  o.timeout = options_.command_timeout;
+  auto r = host_->run({"scancel", "--signal=" + signal, job_id}, o);
+  if (r.ok()) return;
+  std::string what = "scancel --signal=" + signal + " " + job_id + " on " + host_->name() + ": " +
+                     r.summary("scancel");
   if (r.timed_out || is_controller_unreachable(r.err)) throw BackendUnreachable(what);
   throw BackendError(what);
 }

@@ -30,6 +30,8 @@ class SlurmBackend : public Backend {
   JobStatus status(const std::string& job_id) override;
   LogChunk read_log(const std::string& path, uint64_t offset, size_t max_bytes) override;
   void cancel(const std::string& job_id) override;
+  // scancel --signal=SIG JOBID: every step's tasks, not the batch shell (no --batch, no --full).
+  void signal_tasks(const std::string& job_id, const std::string& signal) override;
 
   Host& host_ref() { return *host_; }
 

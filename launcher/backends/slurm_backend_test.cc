@@ -541,3 +541,18 @@ TEST_CASE("status: an array is its worst task, a task is its own line or the pen
     CHECK_THROWS_AS(f.backend->status("42_9"), hpc::BackendError);
   }
 }
+
+TEST_CASE("signal_tasks: scancel --signal to the steps' tasks, never the batch shell",
+          "[slurm_backend][signal]") {
+  Fixture f;
+  f.host->reply("scancel", succeeded(""));
+  f.backend->signal_tasks("42", "23");
+  REQUIRE(f.host->calls_of("scancel").size() == 1);
+  // No --batch (the batch shell only) and no --full (the shell too: a trap could end it).
+  CHECK(f.host->calls_of("scancel").at(0).argv ==
+        std::vector<std::string>{"scancel", "--signal=23", "42"});
+  f.host->reply("scancel", failed("scancel: error: Kill job error on job id 42: Invalid job id\n"));
+  CHECK(message_of([&] { f.backend->signal_tasks("42", "23"); }).find("scancel --signal=23 42") !=
+        std::string::npos);
+  CHECK(message_of([&] { f.backend->signal_tasks("-1", "23"); }) != "");
+}

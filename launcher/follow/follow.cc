@@ -2,7 +2,9 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
+#include <map>
 #include <ostream>
 #include <regex>
 #include <thread>
@@ -10,6 +12,8 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "atomic_file.h"
+#include "follow/hang.h"
 #include "follow/run_record.h"
 
 namespace hpc {
@@ -75,6 +79,11 @@ class Follower {
   std::string restart_text() const;
   bool may_be_requeued();
   int finish();
+  // Hang detection (job.hang_seconds).
+  void watch_for_hang(std::chrono::steady_clock::time_point now);
+  bool hung(std::chrono::steady_clock::time_point now) const;
+  int end_hung_job();
+  std::vector<std::string> collect_where_lines();
 
   Backend& backend_;
   std::string id_;
@@ -98,6 +107,11 @@ class Follower {
   bool status_drawn_ = false;
   std::optional<TaskFailure> first_failure_;  // of the current run (reset on a requeue)
   RequeueWatch requeue_watch_;
+  HangWatch hang_;
+  bool hang_running_ = false;  // the watch's clock runs (the job is RUNNING)
+  int hang_restarts_ = 0;
+  std::chrono::steady_clock::time_point next_progress_read_;
+  std::vector<std::string>* captured_ = nullptr;  // log lines seen while the ranks answer
 };
 
 std::string Follower::restart_text() const {
@@ -222,6 +236,15 @@ void Follower::emit_lines(LogTail& tail, const std::string& data, std::ostream& 
     std::string line = tail.partial.substr(start, nl - start);
     start = nl + 1;
     if (!first_failure_) first_failure_ = parse_srun_task_failure(line);
+    if (o_.hang_seconds > 0) {
+      std::smatch m;
+      const int rank = std::regex_search(line, m, label) ? std::stoi(m[1]) : -1;
+      hang_.saw_log_line(rank, line, std::chrono::steady_clock::now());
+      if (captured_) {  // the answers to the where-signal: shown once, with the summary
+        captured_->push_back(line);
+        continue;
+      }
+    }
     if (o_.rank) {
       std::smatch m;
       if (!std::regex_search(line, m, label) || std::stoi(m[1]) != *o_.rank) continue;
@@ -317,6 +340,121 @@ int Follower::finish() {
   return code;
 }
 
+// --- hang detection --------------------------------------------------------------------------
+// While the job runs: reads every rank's progress file now and then (a quarter of
+// job.hang_seconds, between 2 and 30 s: each read is a file read on the backend's host, over
+// SSH for the ssh backend), and the log as it streams.
+void Follower::watch_for_hang(std::chrono::steady_clock::time_point now) {
+  if (o_.hang_seconds <= 0 || !have_status_) return;
+  if (status_.state != "RUNNING" || status_.restarts != hang_restarts_) {
+    hang_running_ = false;  // pending again (requeued), completing: the clock stops
+    hang_restarts_ = status_.restarts;
+    return;
+  }
+  if (!hang_running_) {
+    hang_running_ = true;
+    hang_.reset(now);
+  }
+  if (now < next_progress_read_ || o_.progress_dir.empty()) return;
+  const auto period =
+      std::clamp<std::chrono::milliseconds>(std::chrono::milliseconds(o_.hang_seconds * 250),
+                                            std::chrono::seconds(2), std::chrono::seconds(30));
+  next_progress_read_ = now + period;
+  for (int r = 0; r < std::max(o_.world_size, 1); ++r) {
+    try {
+      LogChunk c = backend_.read_log(o_.progress_dir + "/rank-" + std::to_string(r), 0, 4096);
+      hang_.saw_progress(r, c.exists ? c.data : "", now);
+    } catch (const BackendError&) {
+      return;  // unreachable now: the next read tries again (no change counts as no change)
+    }
+  }
+}
+
+bool Follower::hung(std::chrono::steady_clock::time_point now) const {
+  if (o_.hang_seconds <= 0 || !hang_running_) return false;
+  auto quiet = hang_.quiet_seconds(now);
+  return quiet && *quiet >= o_.hang_seconds;
+}
+
+// The ranks' answers to the where-signal: hpctrain's rank-N.where files, or, from a program that
+// writes none, the lines the log gained meanwhile. Waits up to o_.where_wait.
+std::vector<std::string> Follower::collect_where_lines() {
+  std::vector<std::string> from_log;
+  captured_ = &from_log;
+  std::map<int, std::string> answers;
+  const auto deadline = std::chrono::steady_clock::now() + o_.where_wait;
+  const int world = std::max(o_.world_size, 1);
+  while (std::chrono::steady_clock::now() < deadline && int(answers.size()) < world &&
+         !g_interrupted) {
+    nap(std::chrono::milliseconds(500));
+    drain_logs();
+    for (int r = 0; r < world && !o_.progress_dir.empty(); ++r) {
+      if (answers.count(r)) continue;
+      try {
+        LogChunk c =
+            backend_.read_log(o_.progress_dir + "/rank-" + std::to_string(r) + ".where", 0, 4096);
+        if (c.exists && !c.data.empty() && c.data.back() == '\n')
+          answers[r] = c.data.substr(0, c.data.size() - 1);
+      } catch (const BackendError&) {}
+    }
+  }
+  drain_logs();
+  captured_ = nullptr;
+  std::vector<std::string> lines;
+  for (const auto& [rank, line] : answers) lines.push_back(line);
+  if (answers.empty()) return from_log;
+  for (int r = 0; r < world; ++r)
+    if (!answers.count(r)) lines.push_back("rank " + std::to_string(r) + ": no answer");
+  return lines;
+}
+
+int Follower::end_hung_job() {
+  clear_status();
+  const auto now = std::chrono::steady_clock::now();
+  const std::vector<std::string> summary = hang_.summary(o_.world_size, o_.hang_seconds, now);
+  for (const auto& line : summary) say(line);
+  say(std::string("asking every rank where it is (SIG") + kWhereSignalName +
+      " to the tasks of job " + id_ + "), waiting up to " +
+      std::to_string(o_.where_wait.count() / 1000) + " s");
+  std::vector<std::string> answers;
+  try {
+    backend_.signal_tasks(id_, std::to_string(kWhereSignalNumber));
+    answers = collect_where_lines();
+  } catch (const BackendError& e) {
+    say(std::string("cannot ask the ranks: ") + e.what());
+  }
+  if (answers.empty()) {
+    say("no rank answered (a program answers " + std::string(kWhereSignalName) +
+        " only if it handles it: docs/troubleshooting.md#a-job-that-hangs)");
+  }
+  for (const auto& line : answers) say("  " + line);
+  const std::string stamp = utc_now_iso8601();
+  std::string report = "hpclaunch: job " + id_ + " hung; " + stamp + "\n";
+  for (const auto& line : summary) report += line + "\n";
+  report += std::string("\nanswers to SIG") + kWhereSignalName + ":\n";
+  for (const auto& line : answers) report += line + "\n";
+  if (answers.empty()) report += "(none)\n";
+  std::string saved;
+  if (!o_.hang_report_dir.empty()) {
+    saved = o_.hang_report_dir + "/" + hang_file_name(stamp);
+    try {
+      write_file_atomically(saved, report);
+    } catch (const std::exception& e) {
+      say(std::string("cannot save the hang report: ") + e.what());
+      saved.clear();
+    }
+  }
+  say("ending job " + id_ + " (job.hang_seconds = " + std::to_string(o_.hang_seconds) + ")" +
+      (saved.empty() ? "" : "; hang report: " + saved));
+  try {
+    backend_.cancel(id_);
+  } catch (const BackendError& e) {
+    say(std::string("cannot cancel: ") + e.what() + "; cancel it yourself: hpclaunch cancel " +
+        id_);
+  }
+  return follow_exit::kHang;
+}
+
 int Follower::run() {
   InterruptGuard guard;
   auto next_state = std::chrono::steady_clock::now();
@@ -344,6 +482,8 @@ int Follower::run() {
     if (now >= next_state) {
       poll_state();
       read_metrics();
+      watch_for_hang(now);
+      if (o_.follow && hung(now)) return end_hung_job();
       // Poll briskly while a fresh job starts, then settle (scontrol costs CPU on both ends).
       bool starting = now - started_ < std::chrono::seconds(10);
       next_state = now + (starting ? std::min(o_.state_interval, std::chrono::milliseconds(500))

@@ -28,6 +28,7 @@ inline constexpr int kCancelled = 143;
 inline constexpr int kDetached = 130;                 // Ctrl-C: the job goes on
 inline constexpr int kLost = 75;                      // the job vanished and no accounting knows it
 inline constexpr int kDependencyNeverSatisfied = 76;  // pending for ever: its dependency failed
+inline constexpr int kHang = 79;  // no rank made progress for job.hang_seconds: follow ended it
 // Also: kExitUsage 2 (bad input, a malformed job id), kExitUnreachable 69 (backend.h),
 // kExitOutput 74 (standard output closed or full: error.h).
 inline constexpr int kOutputClosed = kExitOutput;
@@ -65,6 +66,14 @@ struct FollowOptions {
   // Without follow: unreachable-scheduler polls before giving up (BackendUnreachable, exit 69);
   // any other backend error ends it at once. With follow, a restart is waited out.
   int unreachable_tries = 3;
+  // Hang detection (job.hang_seconds; follow/hang.h): when no rank made progress for this long,
+  // say where the ranks are, ask them (kWhereSignalName), save hang-<time>.txt in
+  // hang_report_dir and cancel the job (exit kHang). 0: off.
+  int hang_seconds = 0;
+  int world_size = 0;                           // the ranks whose progress files are read
+  std::string progress_dir;                     // <run dir>/progress on the backend's host
+  std::string hang_report_dir;                  // this machine's run directory ("": not saved)
+  std::chrono::milliseconds where_wait{10000};  // how long the ranks have to answer
 };
 
 // Follows until the job ends (or Ctrl-C) and returns the exit status for hpclaunch.

@@ -75,6 +75,18 @@ std::string shell_join(const std::vector<std::string>& argv) {
 
 }  // namespace
 
+// job.hang_seconds: the progress files of hpctrain's ranks are in <run dir>/progress (the batch
+// template's HPCTRAIN_PROGRESS_DIR); the report goes into this machine's run directory.
+namespace {
+void set_hang_watch(const RunRecord& record, FollowOptions& f) {
+  if (record.hang_seconds <= 0 || record.run_dir.empty()) return;
+  f.hang_seconds = record.hang_seconds;
+  f.world_size = record.world_size;
+  f.progress_dir = record.run_dir + "/progress";
+  f.hang_report_dir = record.local_dir;
+}
+}  // namespace
+
 long max_steps_from_args(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--max-steps" && i + 1 < args.size()) return std::atol(args[i + 1].c_str());
@@ -215,6 +227,7 @@ RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& scri
   record.max_steps = max_steps_from_args(spec.trainer.args);
   // The batch script requeues itself only when it traps the time-limit signal.
   record.max_requeues = spec.job.signal_seconds > 0 ? spec.job.max_requeues : 0;
+  record.hang_seconds = spec.job.array.empty() ? spec.job.hang_seconds : 0;  // arrays: not yet
   record.generator_command = shell_join(command);
   record.array = spec.job.array;
   if (synced) {
@@ -273,6 +286,7 @@ int submit_and_follow(const Spec& spec, const std::string& script, const Backend
   f.metrics_path = record.run_dir + "/metrics.jsonl";
   f.max_steps = record.max_steps;
   f.max_requeues = record.max_requeues;
+  set_hang_watch(record, f);
   return follow_job(*backend, record.job_id, f, std::cout, std::cerr);
 }
 
@@ -391,6 +405,7 @@ int show_logs(const std::string& job, const BackendChoice& choice, bool follow,
   f.max_steps = run.record.max_steps;
   f.max_requeues = run.record.max_requeues;
   f.known_stdout_path = run.record.stdout_path;
+  set_hang_watch(run.record, f);
   return follow_job(*run.backend, run.record.job_id, f, std::cout, std::cerr);
 }
 

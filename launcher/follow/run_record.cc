@@ -36,6 +36,7 @@ json RunRecord::to_json() const {
          {"max_requeues", max_requeues},
          {"generator_command", generator_command}};
   if (!array.empty()) j["array"] = array;
+  if (hang_seconds > 0) j["hang_seconds"] = hang_seconds;
   if (!code_tree.empty()) {
     j["code_tree"] = code_tree;
     j["code_dir"] = code_dir;
@@ -71,6 +72,9 @@ RunRecord RunRecord::from_json(const json& j) {
   r.max_requeues = j.contains("max_requeues") && j["max_requeues"].is_number_integer()
                        ? j["max_requeues"].get<int>()
                        : -1;  // records older than the field
+  r.hang_seconds = j.contains("hang_seconds") && j["hang_seconds"].is_number_integer()
+                       ? j["hang_seconds"].get<int>()
+                       : 0;
   r.generator_command = s("generator_command");
   r.array = s("array");
   r.code_tree = s("code_tree");

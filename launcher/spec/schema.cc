@@ -223,6 +223,7 @@ const SchemaNode& spec_schema() {
                       {"signal_seconds", kInteger},
                       {"max_requeues", kInteger},
                       {"srun_wait", kInteger},
+                      {"hang_seconds", kInteger},
                       {"env_from_submit", kStringList},
                       {"after", kStringList},
                       {"array", kString},

@@ -432,6 +432,18 @@ void read_job(const SpecReader& r, Spec& spec) {
   j.srun_wait = r.integer("job.srun_wait", 0, 86400,
                           "set the seconds srun lets the other tasks run after the first ends, "
                           "e.g. 60 (0 waits forever)");
+  // Absent: off (and the spec's hash stays what it was before the key existed).
+  if (r.find("job.hang_seconds")) {
+    const std::string fix =
+        "give the seconds without progress after which the job is ended, e.g. 600 (0: off)";
+    j.hang_seconds = r.integer("job.hang_seconds", 0, 7 * 86400, fix);
+    if (j.hang_seconds > 0 && j.hang_seconds < kMinHangSeconds)
+      throw UserError(r.where("job.hang_seconds"),
+                      std::to_string(j.hang_seconds) +
+                          " s is too short: ranks report progress "
+                          "every 2 s and a step may take longer",
+                      "use at least " + std::to_string(kMinHangSeconds) + " (0: off)");
+  }
   read_env_from_submit(r, spec.profile, j);
   read_job_features(r, j);
   long limit = parse_slurm_time(spec.shape.time, r.where("shape.time"));

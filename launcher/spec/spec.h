@@ -17,8 +17,8 @@
 
 #include "spec/catalog.h"
 #include "spec/container.h"
-#include "spec/site_limits.h"
 #include "spec/job_features.h"
+#include "spec/site_limits.h"
 
 namespace hpc {
 
@@ -76,12 +76,17 @@ struct ClusterProfile {
   SiteLimits limits;  // partitions' and QoS' limits (spec/site_limits.h)
 };
 
+inline constexpr int kMinHangSeconds = 10;  // job.hang_seconds below this is refused
+
 struct JobOptions {
   std::string name, output, error, chdir;
   int signal_seconds = 0;  // the warning signal this long before the limit; 0: no requeue handling
   std::string signal = "USR1";  // the warning signal: USR1 or USR2 (job.signal)
   int max_requeues = 0;
   int srun_wait = 0;
+  // Hang detection: `hpclaunch run`/`logs -f` end the job when no rank made progress for this
+  // long (follow/hang.h; docs/troubleshooting.md). 0 (the default): off.
+  int hang_seconds = 0;
   // Variables passed by name from the submitting shell (sbatch --export=...,NAME): the values
   // are never written into the script, the spec or the run directory.
   std::vector<std::string> env_from_submit;

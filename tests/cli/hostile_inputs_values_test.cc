@@ -43,7 +43,9 @@ TEST_CASE("hostile inputs: --set numbers follow the plain-number rule", "[hostil
            {"job.srun_wait=99999999999999999999",
             "job.srun_wait: 99999999999999999999 is out of "
             "range; write a smaller number"},
-           {"shape.nodes=-2", "shape.nodes: -2 is out of range (between 1 and 100000)"}}) {
+           {"shape.nodes=-2", "shape.nodes: -2 is out of range (between 1 and 100000)"},
+           {"job.hang_seconds=-1", "job.hang_seconds: -1 is out of range (between 0 and 604800)"},
+           {"job.hang_seconds=5", "job.hang_seconds: 5 s is too short"}}) {
     cases.push_back({"--set " + assignment, render_args({"--set", assignment}), {}, {what}});
   }
   check_all(cases);

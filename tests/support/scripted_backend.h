@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -65,6 +66,13 @@ class ScriptedBackend : public Backend {
   // The job's log from memory; any other path from this machine's disk.
   LogChunk read_log(const std::string& path, uint64_t offset, size_t max_bytes) override;
   void cancel(const std::string& job_id) override;
+  // Records the signal, then runs on_signal (a test writes the ranks' answers there).
+  void signal_tasks(const std::string& job_id, const std::string& signal) override {
+    signalled.emplace_back(job_id, signal);
+    if (on_signal) on_signal();
+  }
+  std::vector<std::pair<std::string, std::string>> signalled;  // job id, signal
+  std::function<void()> on_signal;
 
  private:
   struct Job {

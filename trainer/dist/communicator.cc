@@ -19,6 +19,7 @@
 
 #include "dist/rendezvous.h"
 #include "error.h"
+#include "metrics/progress.h"
 #include "torch_compat.h"
 
 #if defined(USE_C10D_GLOO) && __has_include(<gloo/rendezvous/store.h>)
@@ -48,20 +49,48 @@ template <typename PG>
 constexpr bool kFlatCollectives = false;
 #endif
 
+// --- progress (metrics/progress.h): every collective is counted where it starts, and the time
+// a rank blocks in one is recorded, so that a hang can name the collective and its number.
+// A collective: its name and number (progress_collective_started, called before c10d sees it).
+struct CollectiveId {
+  const char* name;
+  uint64_t seq;
+};
+CollectiveId start_collective(const char* name) {
+  return {name, progress_collective_started(name)};
+}
+
+// Runs `blocking` as a wait inside collective `id`.
+template <typename F>
+void wait_inside(const CollectiveId& id, F&& blocking) {
+  progress_wait_begins(id.name, id.seq);
+  try {
+    blocking();
+  } catch (...) {
+    progress_wait_ends();
+    throw;
+  }
+  progress_wait_ends();
+}
+
 template <typename WorkPtr>
 class PendingWork final : public Communicator::Pending {
  public:
-  explicit PendingWork(WorkPtr w) : work_(std::move(w)) {}
-  void wait() override { work_->wait(); }
+  PendingWork(WorkPtr w, CollectiveId id) : work_(std::move(w)), id_(id) {}
+  void wait() override {
+    wait_inside(id_, [this] { work_->wait(); });
+  }
 
  private:
   WorkPtr work_;
+  CollectiveId id_;
 };
 
 template <typename WorkPtr>
-std::unique_ptr<Communicator::Pending> pending(WorkPtr w) {
-  return std::make_unique<PendingWork<WorkPtr>>(std::move(w));
+std::unique_ptr<Communicator::Pending> pending(WorkPtr w, CollectiveId id) {
+  return std::make_unique<PendingWork<WorkPtr>>(std::move(w), id);
 }
+// --- end progress
 
 // An all-reduce standing in for a reduce-scatter: wait() finishes it and copies this rank's slice.
 class SliceAfter final : public Communicator::Pending {
@@ -99,7 +128,8 @@ class C10dCommunicator final : public Communicator {
     std::vector<at::Tensor> v{t};
     c10d::AllreduceOptions o;
     o.reduceOp = c10d::ReduceOp::SUM;  // Gloo has no AVG: callers divide
-    return pending(pg_->allreduce(v, o));
+    const CollectiveId id = start_collective("all_reduce");
+    return pending(pg_->allreduce(v, o), id);
   }
 
   void broadcast(std::vector<at::Tensor>& tensors, int root) override {
@@ -107,21 +137,29 @@ class C10dCommunicator final : public Communicator {
     o.rootRank = root;
     for (auto& t : tensors) {  // one tensor per call: Gloo wants one per device
       std::vector<at::Tensor> v{t};
-      pg_->broadcast(v, o)->wait();
+      const CollectiveId id = start_collective("broadcast");
+      auto work = pg_->broadcast(v, o);
+      wait_inside(id, [&work] { work->wait(); });
     }
   }
 
   void all_gather(std::vector<at::Tensor>& out, const at::Tensor& in) override {
     std::vector<std::vector<at::Tensor>> outputs{out};
     std::vector<at::Tensor> inputs{in};
-    pg_->allgather(outputs, inputs)->wait();
+    const CollectiveId id = start_collective("all_gather");
+    auto work = pg_->allgather(outputs, inputs);
+    wait_inside(id, [&work] { work->wait(); });
     // Gloo writes into the tensors given; NCCL too, but copy back in case a backend replaced them.
     for (size_t r = 0; r < out.size(); ++r) {
       if (!outputs[0][r].is_same(out[r])) out[r].copy_(outputs[0][r]);
     }
   }
 
-  void barrier() override { pg_->barrier(c10d::BarrierOptions())->wait(); }
+  void barrier() override {
+    const CollectiveId id = start_collective("barrier");
+    auto work = pg_->barrier(c10d::BarrierOptions());
+    wait_inside(id, [&work] { work->wait(); });
+  }
 
   std::string lost_ranks(std::chrono::milliseconds grace) override {
     auto key = [](int r) { return fmt::format("hpctrain/alive-after-failure/{}", r); };
@@ -154,14 +192,16 @@ class C10dCommunicator final : public Communicator {
   std::unique_ptr<Pending> all_gather_flat(at::Tensor& out, const at::Tensor& in) override {
 #if HPC_HAVE_NCCL
     if constexpr (std::is_same_v<PG, c10d::ProcessGroupNCCL>) {
-      return pending(pg_->_allgather_base(out, const_cast<at::Tensor&>(in)));
+      const CollectiveId id = start_collective("all_gather");
+      return pending(pg_->_allgather_base(out, const_cast<at::Tensor&>(in)), id);
     }
 #endif
     if constexpr (kFlatCollectives<PG>) {
       // bf16 travels as fp16's bit patterns here too (no arithmetic on them; see below).
       at::Tensor src = in.scalar_type() == at::kBFloat16 ? in.view(at::kHalf) : in;
       at::Tensor dst = out.scalar_type() == at::kBFloat16 ? out.view(at::kHalf) : out;
-      return pending(pg_->all_gather_single(dst, src));
+      const CollectiveId id = start_collective("all_gather");
+      return pending(pg_->all_gather_single(dst, src), id);
     }
     const int64_t S = in.numel();
     // Gloo in LibTorch 1.13 refuses bf16 ("Invalid scalar type"); an all-gather only moves
@@ -173,7 +213,8 @@ class C10dCommunicator final : public Communicator {
     for (int r = 0; r < world_; ++r) outputs[0].push_back(dst.narrow(0, r * S, S));
     std::vector<at::Tensor> inputs{src};
     // Gloo copies its result into the tensors given before the work completes.
-    return pending(pg_->allgather(outputs, inputs));
+    const CollectiveId id = start_collective("all_gather");
+    return pending(pg_->allgather(outputs, inputs), id);
   }
 
   std::unique_ptr<Pending> reduce_scatter_flat(at::Tensor& out, at::Tensor& in) override {
@@ -181,18 +222,21 @@ class C10dCommunicator final : public Communicator {
     if constexpr (std::is_same_v<PG, c10d::ProcessGroupNCCL>) {
       c10d::ReduceScatterOptions o;
       o.reduceOp = c10d::ReduceOp::SUM;
-      return pending(pg_->_reduce_scatter_base(out, in, o));
+      const CollectiveId id = start_collective("reduce_scatter");
+      return pending(pg_->_reduce_scatter_base(out, in, o), id);
     }
 #endif
     if constexpr (kFlatCollectives<PG>) {
       c10d::ReduceScatterOptions o;
       o.reduceOp = c10d::ReduceOp::SUM;
-      return pending(pg_->reduce_scatter_single(out, in, o));
+      const CollectiveId id = start_collective("reduce_scatter");
+      return pending(pg_->reduce_scatter_single(out, in, o), id);
     }
     std::vector<at::Tensor> v{in};
     c10d::AllreduceOptions o;
     o.reduceOp = c10d::ReduceOp::SUM;
-    return std::make_unique<SliceAfter>(pending(pg_->allreduce(v, o)), out,
+    const CollectiveId id = start_collective("all_reduce");
+    return std::make_unique<SliceAfter>(pending(pg_->allreduce(v, o), id), out,
                                         in.narrow(0, int64_t(rank_) * out.numel(), out.numel()));
   }
 
