@@ -577,7 +577,9 @@ Spec resolve_spec(const Catalog& catalog, const SpecRequest& request) {
   if (request.container_image) cli["container"]["image"] = *request.container_image;
   if (request.launch) cli["launch"] = *request.launch;
   std::set<std::string> default_origins;
-  for (const auto& layer : defaults) default_origins.insert(layer.second);
+  // A rerun's saved spec is not a default: its program and strategy were chosen.
+  if (!request.saved_spec)
+    for (const auto& layer : defaults) default_origins.insert(layer.second);
   std::vector<std::pair<json, std::string>> sets;
   for (const auto& s : request.sets) sets.emplace_back(parse_set_assignment(s), "--set " + s);
 
