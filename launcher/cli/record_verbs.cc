@@ -44,8 +44,8 @@ int diff_two_runs(const DiffFlags& f) {
   RunSnapshot b = snapshot_of(f.run_b, f.runs_dir);
   std::vector<RunDifference> diffs = diff_runs(a, b);
   if (f.as_json)
-    std::cout << run_differences_json(diffs, a, b).dump(2, ' ', false,
-                                                        nlohmann::json::error_handler_t::replace)
+    std::cout << run_differences_json(diffs, a, b)
+                     .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
               << "\n";
   else
     std::cout << format_run_differences(diffs, a, b);

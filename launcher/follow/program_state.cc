@@ -86,9 +86,8 @@ ProgramState read_program_state(const std::string& dir) {
   // Before the first commit there is no HEAD: every file is untracked or staged (git diff
   // --cached against the empty tree would list them; the names below are enough to compare).
   if (!s.revision.empty()) {
-    CommandResult diff =
-        git(s.work_tree, {"-c", "core.quotePath=false", "diff", "--binary", "--no-color",
-                          "--no-ext-diff", "HEAD", "--"});
+    CommandResult diff = git(s.work_tree, {"-c", "core.quotePath=false", "diff", "--binary",
+                                           "--no-color", "--no-ext-diff", "HEAD", "--"});
     if (diff.ok()) s.diff = diff.out;
   }
   CommandResult others =

@@ -1,5 +1,7 @@
 #include "follow/program_state.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -13,8 +15,8 @@ namespace fs = std::filesystem;
 namespace {
 
 void git_in(const fs::path& dir, std::vector<std::string> args) {
-  std::vector<std::string> argv = {"git", "-C", dir.string(), "-c", "user.name=t",
-                                   "-c", "user.email=t@example.org"};
+  std::vector<std::string> argv = {
+      "git", "-C", dir.string(), "-c", "user.name=t", "-c", "user.email=t@example.org"};
   argv.insert(argv.end(), args.begin(), args.end());
   REQUIRE(hpc::run_command(argv).ok());
 }
@@ -27,7 +29,8 @@ void write(const fs::path& file, const std::string& text) {
 
 TEST_CASE("the program's git state: revision, binary-safe diff, untracked names, changes") {
   if (!hpc::program_on_path("git")) return hpc::test::missing_prerequisite("git");
-  const fs::path dir = fs::temp_directory_path() / ("hpc-program-state-" + std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("hpc-program-state-" + std::to_string(getpid()));
   fs::remove_all(dir);
   // A hostile folder name stays a path: git gets it as one argv word.
   const fs::path tree = dir / "$(touch x) proj";

@@ -77,8 +77,8 @@ int rerun_job(const RerunRequest& request, const std::vector<std::string>& comma
   spec_request.sets = request.sets;
   Catalog catalog = Catalog::from_environment();
   Spec spec = resolve_spec(catalog, spec_request);
-  fs::path tmpl = request.template_file.empty() ? catalog.default_template()
-                                                : fs::path(request.template_file);
+  fs::path tmpl =
+      request.template_file.empty() ? catalog.default_template() : fs::path(request.template_file);
   std::string script =
       ScriptTemplate::from_file(tmpl).render(spec, RenderContext{kVersion, command, false});
 
@@ -86,13 +86,12 @@ int rerun_job(const RerunRequest& request, const std::vector<std::string>& comma
   options.rerun_of = record.local_dir;
   if (spec.hash() == record.spec_hash) {
     std::cerr << "hpclaunch: rerun of " << comment_text(record.local_dir) << " (job "
-              << record.job_id << "): the same spec (sha256 " << spec.hash().substr(0, 12)
-              << ")\n";
+              << record.job_id << "): the same spec (sha256 " << spec.hash().substr(0, 12) << ")\n";
   } else {
     std::cerr << "hpclaunch: rerun of " << comment_text(record.local_dir) << " (job "
               << record.job_id << ")" << (request.sets.empty() ? "" : " with --set")
-              << ": spec sha256 " << spec.hash().substr(0, 12)
-              << " (was " << record.spec_hash.substr(0, 12) << "); hpclaunch diff shows it\n";
+              << ": spec sha256 " << spec.hash().substr(0, 12) << " (was "
+              << record.spec_hash.substr(0, 12) << "); hpclaunch diff shows it\n";
   }
   return submit_and_follow(spec, script, rerun_backend(request, record), command, options);
 }

@@ -76,11 +76,10 @@ std::map<std::string, std::string> program_facts(const RunSnapshot& s) {
   std::map<std::string, std::string> facts;
   const ProgramState& p = s.record.program;
   if (!s.record.program_recorded) return facts;
-  facts["git revision"] = p.in_git() ? (p.revision.empty() ? "(no commit)" : p.revision)
-                                     : "(not a git work tree)";
+  facts["git revision"] =
+      p.in_git() ? (p.revision.empty() ? "(no commit)" : p.revision) : "(not a git work tree)";
   if (p.in_git())
-    facts["uncommitted changes"] =
-        p.dirty() ? "sha256 " + p.changes_sha256.substr(0, 12) : "none";
+    facts["uncommitted changes"] = p.dirty() ? "sha256 " + p.changes_sha256.substr(0, 12) : "none";
   return facts;
 }
 
@@ -229,7 +228,8 @@ RunSnapshot load_run_snapshot(const RunRecord& record) {
   if (fs::is_regular_file(dir / "metrics.jsonl", ec)) {
     s.has_metrics = true;
     try {
-      s.figures = figures_from_metrics(read_input_file(dir / "metrics.jsonl", "metrics", 256 << 20));
+      s.figures =
+          figures_from_metrics(read_input_file(dir / "metrics.jsonl", "metrics", 256 << 20));
     } catch (const std::exception&) {
       s.has_metrics = false;  // not a regular file, or over 256 MiB: no figures
     }
@@ -252,11 +252,12 @@ std::string format_run_differences(const std::vector<RunDifference>& diffs, cons
   std::string out = fmt::format("A  {}\nB  {}\n", cell(run_label(a)), cell(run_label(b)));
   for (const RunSnapshot* s : {&a, &b})
     if (!s->spec_problem.empty())
-      out += fmt::format("note: {}: no spec to compare ({})\n", cell(run_label(*s)),
-                         s->spec_problem);
+      out +=
+          fmt::format("note: {}: no spec to compare ({})\n", cell(run_label(*s)), s->spec_problem);
   bool same = true;
   for (const auto& d : diffs) same = same && d.section == std::string("figures");
-  if (diffs.empty()) return out + "the runs are identical: spec, program, versions, nodes, figures\n";
+  if (diffs.empty())
+    return out + "the runs are identical: spec, program, versions, nodes, figures\n";
   if (same) out += "same spec, program, versions and nodes\n";
   std::string section;
   for (const auto& d : diffs) {

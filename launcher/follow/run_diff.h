@@ -37,10 +37,10 @@ std::vector<RestartRecord> read_restart_records(const std::string& run_dir);
 // The figures of a run's metrics.jsonl (trainer/metrics/metrics.h); a line that is not JSON is
 // skipped. A resumed run's repeated steps count once (the last value).
 struct RunFigures {
-  std::optional<long> steps;           // the last step + 1
-  std::optional<double> final_loss;    // the last training step's loss
+  std::optional<long> steps;         // the last step + 1
+  std::optional<double> final_loss;  // the last training step's loss
   std::optional<double> final_val_loss;
-  std::optional<double> tokens_per_s;  // steady state, as sweeps measure it (first steps left out)
+  std::optional<double> tokens_per_s;   // steady state, as sweeps measure it (first steps left out)
   std::optional<double> train_seconds;  // the sum of step_ms over the steps
 };
 RunFigures figures_from_metrics(const std::string& jsonl);
@@ -48,7 +48,7 @@ RunFigures figures_from_metrics(const std::string& jsonl);
 // Everything `diff` compares, loaded from a run directory on this machine.
 struct RunSnapshot {
   RunRecord record;
-  nlohmann::json spec;      // spec.json; null when missing
+  nlohmann::json spec;       // spec.json; null when missing
   std::string spec_problem;  // why spec.json could not be read
   std::vector<RestartRecord> restarts;
   RunFigures figures;
@@ -63,7 +63,7 @@ std::map<std::string, std::string> flatten_json(const nlohmann::json& doc);
 struct RunDifference {
   std::string section;  // spec, program, versions, nodes, figures
   std::string key;
-  std::string a, b;     // "-" where one run has no value
+  std::string a, b;  // "-" where one run has no value
 };
 
 // The differences, section by section in the order above, keys sorted within a section. Spec

@@ -7,7 +7,8 @@ using nlohmann::json;
 namespace {
 
 // The file the batch script writes (templates/sbatch.sh.mustache, "run record").
-const char* const kRestartZero = R"({
+const char* const kRestartZero =
+    R"({
   "restart": 0,
   "started_at": "2026-11-25T14:00:00Z",
   "job_id": "12",
@@ -15,7 +16,9 @@ const char* const kRestartZero = R"({
   "batch_host": "node01",
   "versions": {
     "slurm": "slurm 22.05.8",
-    "program": "hpctrain 0.9.0 (git 3f2a1b0)\nLibTorch 1.13.1 (C++11 ABI: yes)\nCUDA: not compiled in (CPU LibTorch)\nNCCL: not compiled in",
+    "program": )"
+    R"("hpctrain 0.9.0 (git 3f2a1b0)\nLibTorch 1.13.1 (C++11 ABI: yes)\n)"
+    R"(CUDA: not compiled in (CPU LibTorch)\nNCCL: not compiled in",
     "nvidia_driver": "  "
   }
 })";
@@ -56,22 +59,20 @@ TEST_CASE("a restart record: nodes, and the program's version lines by their fir
 TEST_CASE("a restart record that is not one says so and is not thrown") {
   CHECK(hpc::parse_restart_record("{\"restart\": ", "f").problem.rfind("unreadable", 0) == 0);
   CHECK(hpc::parse_restart_record("[1]", "f").problem.rfind("unreadable", 0) == 0);
-  CHECK(hpc::parse_restart_record(R"({"restart": "0"})", "f").problem.rfind("unreadable", 0) ==
-        0);
+  CHECK(hpc::parse_restart_record(R"({"restart": "0"})", "f").problem.rfind("unreadable", 0) == 0);
 }
 
 TEST_CASE("figures from metrics.jsonl: steps, final loss, val loss, step time; bad lines skipped") {
-  const std::string jsonl =
-      R"({"step":0,"loss":10.5,"step_ms":100,"tokens_per_s":1000})"
-      "\n"
-      "not json\n"
-      R"({"step":1,"loss":9.25,"step_ms":50,"tokens_per_s":2000})"
-      "\n"
-      R"({"step":1,"val_loss":9.5})"
-      "\n"
-      // A resumed run repeats step 1: it counts once, with the last value.
-      R"({"step":1,"loss":9.0,"step_ms":60,"tokens_per_s":2100})"
-      "\n";
+  const std::string jsonl = R"({"step":0,"loss":10.5,"step_ms":100,"tokens_per_s":1000})"
+                            "\n"
+                            "not json\n"
+                            R"({"step":1,"loss":9.25,"step_ms":50,"tokens_per_s":2000})"
+                            "\n"
+                            R"({"step":1,"val_loss":9.5})"
+                            "\n"
+                            // A resumed run repeats step 1: it counts once, with the last value.
+                            R"({"step":1,"loss":9.0,"step_ms":60,"tokens_per_s":2100})"
+                            "\n";
   hpc::RunFigures f = hpc::figures_from_metrics(jsonl);
   REQUIRE(f.steps);
   CHECK(*f.steps == 2);

@@ -566,8 +566,9 @@ SpecRequest make_spec_request(const std::string& preset, const std::string& clus
 
 Spec resolve_spec(const Catalog& catalog, const SpecRequest& request) {
   // 1. Layers that may name the preset, cluster and strategy.
-  auto defaults = request.saved_spec ? std::vector<std::pair<json, std::string>>{*request.saved_spec}
-                                     : catalog.defaults();
+  auto defaults = request.saved_spec
+                      ? std::vector<std::pair<json, std::string>>{*request.saved_spec}
+                      : catalog.defaults();
   std::string project_origin;
   json project = request.saved_spec ? json::object() : load_project_file(request, project_origin);
   json cli = json::object();

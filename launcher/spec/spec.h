@@ -17,8 +17,8 @@
 
 #include "spec/catalog.h"
 #include "spec/container.h"
-#include "spec/site_limits.h"
 #include "spec/job_features.h"
+#include "spec/site_limits.h"
 
 namespace hpc {
 
