@@ -59,19 +59,7 @@ int rerun_job(const RerunRequest& request, const std::vector<std::string>& comma
   const fs::path spec_file = fs::path(record.local_dir) / "spec.json";
   nlohmann::json saved = read_json_file(spec_file);  // UserError names the file
 
-  const std::string changed = program_change_since(record, fs::current_path().string());
-  const std::string where = comment_text(record.local_dir) + "/run.json: program";
-  if (!changed.empty() && !request.force) {
-    throw UserError(where, "the code changed since the run: " + comment_text(changed),
-                    "pass --force to run the code as it is now, or restore it (git checkout " +
-                        record.program.revision.substr(0, 12) + ", then git apply " +
-                        comment_text(record.local_dir) + "/program.diff if it exists)");
-  }
-  if (!changed.empty()) {
-    std::cerr << "hpclaunch: warning: " << where << ": " << comment_text(changed)
-              << "; --force: running the code as it is now\n";
-  }
-
+  // The spec first: a bad --set is bad input whether or not the code changed.
   SpecRequest spec_request;
   spec_request.saved_spec = std::make_pair(std::move(saved), spec_file.string());
   spec_request.sets = request.sets;
@@ -81,6 +69,22 @@ int rerun_job(const RerunRequest& request, const std::vector<std::string>& comma
       request.template_file.empty() ? catalog.default_template() : fs::path(request.template_file);
   std::string script =
       ScriptTemplate::from_file(tmpl).render(spec, RenderContext{kVersion, command, false});
+
+  const std::string changed = program_change_since(record, fs::current_path().string());
+  const std::string where = comment_text(record.local_dir) + "/run.json: program";
+  if (!changed.empty() && !request.force) {
+    const fs::path diff = fs::path(record.local_dir) / "program.diff";
+    std::error_code ec;
+    const std::string apply =
+        fs::exists(diff, ec) ? ", then git apply " + comment_text(diff.string()) : "";
+    throw UserError(where, "the code changed since the run: " + comment_text(changed),
+                    "pass --force to run the code as it is now, or restore it (git checkout " +
+                        record.program.revision.substr(0, 12) + apply + ")");
+  }
+  if (!changed.empty()) {
+    std::cerr << "hpclaunch: warning: " << where << ": " << comment_text(changed)
+              << "; --force: running the code as it is now\n";
+  }
 
   RunOptions options = request.options;
   options.rerun_of = record.local_dir;

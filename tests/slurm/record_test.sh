@@ -68,8 +68,8 @@ record="$run_a/record/restart-0.json"
 python3 -m json.tool "$record" >/dev/null || fail "$record is not JSON"
 [[ $(json_get "$record" restart) == 0 ]] || fail "$record: restart"
 [[ $(json_get "$record" nodelist) == "node[01-02]" ]] || fail "$record: nodelist $(json_get "$record" nodelist)"
-[[ $(json_get "$record" versions slurm) == "slurm "* ]] || fail "$record: no Slurm version"
-json_get "$record" versions program | grep -q "^LibTorch " || fail "$record: no LibTorch line"
+[[ $(json_get "$record" versions slurm) == slurm*" "[0-9]* ]] || fail "$record: no Slurm version"
+[[ $(json_get "$record" versions program) == *$'\n'"LibTorch "* ]] || fail "$record: no LibTorch line"
 
 # 2. rerun: the same spec, the same figures
 "$hpclaunch" rerun "$a" 2>"$work/b.err" >"$work/b.out" || fail "rerun exited $?"
