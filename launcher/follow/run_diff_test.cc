@@ -62,7 +62,7 @@ TEST_CASE("a restart record that is not one says so and is not thrown") {
   CHECK(hpc::parse_restart_record(R"({"restart": "0"})", "f").problem.rfind("unreadable", 0) == 0);
 }
 
-TEST_CASE("figures from metrics.jsonl: steps, final loss, val loss, step time; bad lines skipped") {
+TEST_CASE("figures from metrics.jsonl: steps, final loss, val loss, step time, bad lines skipped") {
   const std::string jsonl = R"({"step":0,"loss":10.5,"step_ms":100,"tokens_per_s":1000})"
                             "\n"
                             "not json\n"
