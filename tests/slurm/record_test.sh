@@ -9,7 +9,8 @@
 #   3. an uncommitted change: rerun refuses (exit 2, one line naming the change and --force),
 #      nothing is submitted; --force with a --set submits C, with a one-line warning, and
 #      diff A C names the spec key and the uncommitted changes; --json too
-#   4. bad input: diff of a run that does not exist, rerun of a bad --set: exit 2, one line
+#   4. a program of one's own (launch srun): the record has python3's version; rerun runs it
+#   5. bad input: diff of a run that does not exist, rerun of a bad --set: exit 2, one line
 set -euo pipefail
 hpclaunch=$1 hpctrain=$2
 : "${SLURM_CONF:?run me through ctest (the slurm_cluster fixture sets SLURM_CONF)}"
@@ -111,7 +112,19 @@ rows = json.load(open(sys.argv[1]))["differences"]
 assert any(r["section"] == "spec" and r["key"] == "shape.time" and r["b"] == "00:20:00" for r in rows)
 PY
 
-# 4. bad input: one line, exit 2
+# 4. a program of one's own (launch srun, a bash line): the same record, with python3's version
+# shellcheck disable=SC2016 # $RANK is the task's, expanded by the program's bash
+"$hpclaunch" run --no-project --preset 2n2g --launch srun --set shape.gpus_per_node=1 \
+  --set shape.cpus_per_gpu=1 --set "job.name=$name" -- bash -c 'echo "rank $RANK"' \
+  2>"$work/d.err" >"$work/d.out" || fail "launch srun exited $?"
+d=$(submitted_id "$work/d.err")
+record="runs/$name-$d/record/restart-0.json"
+[[ $(json_get "$record" nodelist) == "node[01-02]" ]] || fail "$record: nodelist"
+[[ $(json_get "$record" versions python) == 3.* ]] || fail "$record: no python version"
+"$hpclaunch" rerun "$d" --force >"$work/e.out" 2>"$work/e.err" || fail "rerun of launch srun exited $?"
+grep -q "^1: rank 1$" "$work/e.out" || fail "the rerun did not run the program: $(cat "$work/e.out")"
+
+# 5. bad input: one line, exit 2
 for args in "diff $a 999999" "rerun 999999" "rerun $a --force --set shape.nodes=banana"; do
   rc=0
   # shellcheck disable=SC2086 # the words of one case
