@@ -39,6 +39,7 @@ constexpr const char* kExamples = R"(Examples:
   hpclaunch run --preset 2n4g --launch torchrun -- python train.py --lr 3e-4
   hpclaunch shell --preset 2n2g --cluster jsc --set profile.account=myproj
   hpclaunch status 12345; hpclaunch logs -f 12345 --rank 0; hpclaunch cancel 12345; hpclaunch list
+  hpclaunch rerun 12345 --set shape.time=01:00:00; hpclaunch diff 12345 12346   (docs/records.md)
   hpclaunch hostlist expand 'node[01-03],gpu-a[1-2]'
   hpclaunch doctor --cluster jsc
   hpclaunch sweep --presets 1n1g,1n2g,2n2g --strategy ddp,fsdp --scaling strong -- --model tiny
@@ -82,6 +83,12 @@ const Verb kVerbs[] = {
     {"logs", "print a job's output; -f follows it until it ends", false, define_logs},
     {"cancel", "cancel a job", false, define_cancel},
     {"list", "past runs under ./runs", false, define_list},
+    {"rerun",
+     "submit a run's saved spec again (--set KEY=VALUE over it); refused when its code changed "
+     "since, unless --force",
+     false, define_rerun},
+    {"diff", "what differs between two runs: spec keys, program, versions, nodes, figures", false,
+     define_diff},
     {"hostlist", "expand or compress Slurm host lists", false, define_hostlist},
     {"sweep",
      "submit one job per preset x strategy, measure tokens/s, write speedup plots; "

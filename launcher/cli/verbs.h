@@ -36,6 +36,9 @@ VerbHandler define_status(CLI::App* verb);
 VerbHandler define_logs(CLI::App* verb);
 VerbHandler define_cancel(CLI::App* verb);
 VerbHandler define_list(CLI::App* verb);
+// A run's record used again and compared (record_verbs.cc).
+VerbHandler define_rerun(CLI::App* verb);
+VerbHandler define_diff(CLI::App* verb);
 // An interactive shell in an allocation (shell_verbs.cc).
 VerbHandler define_shell(CLI::App* verb);
 // Campaigns (campaign_verbs.cc).

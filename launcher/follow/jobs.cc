@@ -178,7 +178,8 @@ SyncResult sync_once(Backend& backend, const BackendChoice& choice) {
 }  // namespace
 
 RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& script,
-                     const BackendChoice& choice, const std::vector<std::string>& command) {
+                     const BackendChoice& choice, const std::vector<std::string>& command,
+                     const std::string& rerun_of) {
   SubmitRequest request;
   request.script = script;
   request.job_name = spec.job.name;
@@ -204,6 +205,8 @@ RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& scri
     request.workdir = synced->tree_dir;  // the job runs in the uploaded copy
   }
 
+  // The code as it is now, before the job can start (program.diff is written below).
+  const ProgramState program = read_program_state(fs::current_path().string());
   SubmitResult submitted = backend.submit(request);
 
   RunRecord record;
@@ -250,6 +253,11 @@ RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& scri
   try {
     record.stdout_path = backend.status(record.job_id).stdout_path;  // for logs when Slurm forgot
   } catch (const BackendError&) {}
+  record.program = program;
+  record.program_recorded = true;
+  record.rerun_of = rerun_of;
+  if (!program.diff.empty())
+    LocalHost().write_file(record.local_dir + "/program.diff", program.diff, 0644);
   write_run_record(record);
   return record;
 }
@@ -259,7 +267,7 @@ int submit_and_follow(const Spec& spec, const std::string& script, const Backend
   check_env_from_submit(spec);  // before connecting: nothing submitted, exit 2
   auto backend = make_backend(choice);
   if (options.preflight) preflight_before_submit(*backend, spec);  // bad input: exit 2
-  RunRecord record = submit_job(*backend, spec, script, choice, command);
+  RunRecord record = submit_job(*backend, spec, script, choice, command, options.rerun_of);
 
   std::cerr << "hpclaunch: submitted job " << record.job_id << " (" << spec.preset << ", "
             << spec.world_size() << " ranks, "

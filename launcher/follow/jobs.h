@@ -46,12 +46,16 @@ struct RunOptions {
   // Before submitting (slurm and ssh): one `scontrol show partition` compared with the spec
   // (backends/preflight.h); a mismatch is bad input, nothing is submitted. --no-preflight.
   bool preflight = true;
+  std::string rerun_of;  // hpclaunch rerun: the run directory repeated (run.json's rerun_of)
 };
 
 // Submits a rendered spec through `backend` and writes its run record (run.json, and for ssh a
 // local copy of script and spec). Throws UserError / BackendError; nothing is left on failure.
+// The program's git state (follow/program_state.h) is read from the working directory before
+// submitting, and its diff written beside run.json as program.diff.
 RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& script,
-                     const BackendChoice& choice, const std::vector<std::string>& command);
+                     const BackendChoice& choice, const std::vector<std::string>& command,
+                     const std::string& rerun_of = "");
 
 // Submits a rendered spec and, when options.follow, follows it. Returns hpclaunch's exit status.
 int submit_and_follow(const Spec& spec, const std::string& script, const BackendChoice& choice,

@@ -37,6 +37,8 @@ json RunRecord::to_json() const {
          {"generator_command", generator_command}};
   if (!array.empty()) j["array"] = array;
   if (hang_seconds > 0) j["hang_seconds"] = hang_seconds;
+  if (program_recorded) j["program"] = program.to_json();
+  if (!rerun_of.empty()) j["rerun_of"] = rerun_of;
   if (!code_tree.empty()) {
     j["code_tree"] = code_tree;
     j["code_dir"] = code_dir;
@@ -77,6 +79,9 @@ RunRecord RunRecord::from_json(const json& j) {
                        : 0;
   r.generator_command = s("generator_command");
   r.array = s("array");
+  r.program_recorded = j.contains("program") && j["program"].is_object();
+  if (r.program_recorded) r.program = ProgramState::from_json(j["program"]);
+  r.rerun_of = s("rerun_of");
   r.code_tree = s("code_tree");
   r.code_dir = s("code_dir");
   r.git_revision = s("git_revision");

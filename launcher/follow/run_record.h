@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "follow/program_state.h"
+
 namespace hpc {
 
 struct RunRecord {
@@ -36,6 +38,11 @@ struct RunRecord {
   std::string code_dir;      // --sync: where the job ran (on the login node)
   std::string git_revision;  // --sync: HEAD of the uploaded work tree, "+dirty" if changed
   std::string array;  // a job array's indexes ("0-9%2"); its tasks' run directories: run_dir_N
+  // The work tree it was submitted from (follow/program_state.h); its `git diff --binary HEAD`
+  // is program.diff beside run.json. program_recorded: false in records older than the field.
+  ProgramState program;
+  bool program_recorded = false;
+  std::string rerun_of;  // `hpclaunch rerun`: the run directory (local) this run repeats
 
   nlohmann::json to_json() const;
   static RunRecord from_json(const nlohmann::json& j);

@@ -180,6 +180,7 @@ const std::vector<std::string>& known_template_names() {
 
                                                  "has_container",
                                                  "container_runtime",
+                                                 "container_image",
                                                  "container_sets_user",
                                                  "container_wraps_program",
                                                  "container_command",
@@ -213,6 +214,7 @@ void set_container(data& d, const ContainerSpec& c) {
   ContainerArgv argv = container_argv(c);
   d.set("has_container", flag(c.enabled()));
   d.set("container_runtime", container_runtime_name(c.runtime));  // one of a fixed list
+  d.set("container_image", c.image);  // the run record's container_image (docs/records.md)
   // ch-run refuses to start without $USER ("$USER not set"), which a batch job may lack.
   d.set("container_sets_user", flag(c.runtime == ContainerRuntime::Charliecloud));
   d.set("container_wraps_program", flag(argv.wraps_program()));

@@ -496,6 +496,22 @@ json load_project_file(const SpecRequest& request, std::string& origin) {
   return content;
 }
 
+// The shape preset and cluster profile the spec names (not for a rerun's saved spec).
+void load_named_presets(const Catalog& catalog, const Spec& spec, const SpecReader& name_reader,
+                        LoadedPreset& shape, LoadedPreset& cluster) {
+  try {
+    shape = catalog.load(PresetKind::Shape, spec.preset);
+    cluster = catalog.load(PresetKind::Cluster, spec.cluster);
+  } catch (const UserError& e) {
+    std::string msg = e.what();
+    if (msg.rfind("no ", 0) == 0) {
+      bool is_shape = msg.rfind("no preset", 0) == 0;
+      throw UserError(name_reader.where(is_shape ? "preset" : "cluster") + ": " + msg);
+    }
+    throw;
+  }
+}
+
 }  // namespace
 
 bool is_env_name(const std::string& s) {
@@ -562,9 +578,11 @@ SpecRequest make_spec_request(const std::string& preset, const std::string& clus
 
 Spec resolve_spec(const Catalog& catalog, const SpecRequest& request) {
   // 1. Layers that may name the preset, cluster and strategy.
-  auto defaults = catalog.defaults();
+  auto defaults = request.saved_spec
+                      ? std::vector<std::pair<json, std::string>>{*request.saved_spec}
+                      : catalog.defaults();
   std::string project_origin;
-  json project = load_project_file(request, project_origin);
+  json project = request.saved_spec ? json::object() : load_project_file(request, project_origin);
   json cli = json::object();
   if (request.preset) cli["preset"] = *request.preset;
   if (request.cluster) cli["cluster"] = *request.cluster;
@@ -572,7 +590,9 @@ Spec resolve_spec(const Catalog& catalog, const SpecRequest& request) {
   if (request.container_image) cli["container"]["image"] = *request.container_image;
   if (request.launch) cli["launch"] = *request.launch;
   std::set<std::string> default_origins;
-  for (const auto& layer : defaults) default_origins.insert(layer.second);
+  // A rerun's saved spec is not a default: its program and strategy were chosen.
+  if (!request.saved_spec)
+    for (const auto& layer : defaults) default_origins.insert(layer.second);
   std::vector<std::pair<json, std::string>> sets;
   for (const auto& s : request.sets) sets.emplace_back(parse_set_assignment(s), "--set " + s);
 
@@ -614,25 +634,17 @@ Spec resolve_spec(const Catalog& catalog, const SpecRequest& request) {
                     suggest_fix(spec.strategy, strategies, "strategies"));
   }
   LoadedPreset shape, cluster;
-  try {
-    shape = catalog.load(PresetKind::Shape, spec.preset);
-    cluster = catalog.load(PresetKind::Cluster, spec.cluster);
-  } catch (const UserError& e) {
-    std::string msg = e.what();
-    if (msg.rfind("no ", 0) == 0) {
-      bool is_shape = msg.rfind("no preset", 0) == 0;
-      throw UserError(name_reader.where(is_shape ? "preset" : "cluster") + ": " + msg);
-    }
-    throw;
-  }
+  if (!request.saved_spec) load_named_presets(catalog, spec, name_reader, shape, cluster);
 
   // 2. The whole document.
   json doc = json::object();
   for (const auto& [layer, origin] : defaults) merge_layer(doc, layer, origin, spec.sources);
-  merge_layer(doc, json{{"shape", shape.content}}, "preset", spec.sources);
-  for (const auto& [key, file] : shape.sources) spec.sources["shape." + key] = file;
-  merge_layer(doc, json{{"profile", cluster.content}}, "cluster", spec.sources);
-  for (const auto& [key, file] : cluster.sources) spec.sources["profile." + key] = file;
+  if (!request.saved_spec) {
+    merge_layer(doc, json{{"shape", shape.content}}, "preset", spec.sources);
+    for (const auto& [key, file] : shape.sources) spec.sources["shape." + key] = file;
+    merge_layer(doc, json{{"profile", cluster.content}}, "cluster", spec.sources);
+    for (const auto& [key, file] : cluster.sources) spec.sources["profile." + key] = file;
+  }
   merge_layer(doc, project, project_origin, spec.sources);
   merge_layer(doc, cli, "command line", spec.sources);
   for (const auto& [layer, origin] : request.flag_layers)

@@ -164,6 +164,10 @@ struct SpecRequest {
   // Per-run flags (--array, --after, --qos, ...): each a layer above the project file and below
   // --set, with the flag as its origin ("--array").
   std::vector<std::pair<nlohmann::json, std::string>> flag_layers;
+  // `hpclaunch rerun`: a run's saved spec.json (the document and its path) is the only layer
+  // below --set: no defaults, presets, profile or project file are read, so a preset changed
+  // since does not change the rerun (docs/records.md).
+  std::optional<std::pair<nlohmann::json, std::string>> saved_spec;
 };
 
 // A request from command-line words, as `render`, `sweep` and `tune` take them: "" leaves that

@@ -367,3 +367,33 @@ TEST_CASE("usage: hostlist compress reads each argument as a host list", "[bad-i
   r = sb.hpclaunch({"hostlist", "compress", "node[1-2]", "node3"});
   CHECK(r.out == "node[1-3]\n");
 }
+
+TEST_CASE("bad input: rerun and diff (docs/records.md)", "[bad-input]") {
+  // A run directory as `hpclaunch run` leaves it: run.json and the resolved spec.
+  const std::string run_json =
+      R"({"job_id": "12", "name": "t", "backend": "local", "submitted_at": "2026-11-25T00:00:00Z",
+          "spec_hash": "x"})";
+  const std::pair<std::string, std::string> run = {"work/runs/t-12/run.json", run_json};
+  check_all({
+      {"rerun of a run that is not there",
+       {"rerun", "77"},
+       {},
+       {"77", "no run of that job id or run directory name under runs", "hpclaunch list"}},
+      {"diff of a run that is not there",
+       {"diff", "t-12", "78"},
+       {run, {"work/runs/t-12/spec.json", "{}"}},
+       {"78", "no run of that job id", "hpclaunch list"}},
+      {"rerun of a run without its spec",
+       {"rerun", "12"},
+       {run},
+       {"{root}/work/runs/t-12/spec.json", "no such JSON file"}},
+      {"rerun of a spec that is not JSON",
+       {"rerun", "t-12"},
+       {run, {"work/runs/t-12/spec.json", "{\"shape\": "}},
+       {"{root}/work/runs/t-12/spec.json:1:"}},
+      {"rerun with a bad --set over the saved spec",
+       {"rerun", "12", "--set", "shape.nodes=banana"},
+       {run, {"work/runs/t-12/spec.json", "{}"}},
+       {"--set shape.nodes", "expected an integer"}},
+  });
+}

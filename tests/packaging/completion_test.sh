@@ -56,7 +56,7 @@ presets=$(json_names presets)
 clusters=$(json_names clusters)
 grep -qx my-1n2g <<<"$presets" || fail "presets list does not show the HPCLAUNCH_PATH preset"
 expect "verbs" "$(help_list Subcommands)" ""
-expect "verbs starting re" "$(printf 'render\nreport')" re
+expect "verbs starting re" "$(printf 'render\nreport\nrerun')" re
 expect "render's flags" "$(help_flags render)" render -
 expect "sweep's flags from --st" "$(help_flags sweep | grep -- '^--st')" sweep --st
 expect "--preset from the catalog" "$presets" render --preset ""

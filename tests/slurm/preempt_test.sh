@@ -142,6 +142,10 @@ case "$case_name" in
     grep -q "requeueing job $job (restart 1 of at most 3)" "$work/split.err" "$work/split.out" ||
       fail "the script did not say it requeues"
     grep -q "resumed from " "$work/split.out" || fail "the requeued run did not resume from a checkpoint"
+    # The run record has one file per start of the job (docs/records.md).
+    record="$work/runs/$name-$job/record"
+    [[ -f $record/restart-0.json && -f $record/restart-1.json ]] || fail "no record of both starts in $record"
+    grep -q '"restart": 1,' "$record/restart-1.json" || fail "$record/restart-1.json: $(cat "$record/restart-1.json")"
     losses "$m" >"$work/split.losses"
     [[ $(wc -l <"$work/split.losses") -eq $steps ]] || fail "interrupted run: $(wc -l <"$work/split.losses") steps, not $steps"
     paste "$work/full.losses" "$work/split.losses" | awk '

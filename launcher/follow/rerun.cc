@@ -1,0 +1,103 @@
+#include "follow/rerun.h"
+
+#include <filesystem>
+#include <iostream>
+
+#include "cli/version.h"
+#include "error.h"
+#include "json_file.h"
+#include "render/render.h"
+#include "render/shell.h"
+#include "spec/catalog.h"
+#include "spec/spec.h"
+
+namespace fs = std::filesystem;
+
+namespace hpc {
+namespace {
+
+RunRecord find_recorded_run(const std::string& run, const std::string& runs_dir) {
+  std::error_code ec;
+  const std::string root = fs::absolute(runs_dir, ec).lexically_normal().string();
+  std::optional<RunRecord> record = find_run(root, run);
+  if (!record) {
+    throw UserError(comment_text(run),
+                    "no run of that job id or run directory name under " + runs_dir,
+                    "hpclaunch list shows the runs; pass --runs-dir if they live elsewhere, or "
+                    "the path of the run directory");
+  }
+  return *record;
+}
+
+// The backend the run used, unless the command line named one.
+BackendChoice rerun_backend(const RerunRequest& request, const RunRecord& record) {
+  BackendChoice c = request.choice;
+  if (request.backend_given) return c;
+  c.kind = record.backend;
+  if (c.kind == "ssh") {
+    if (c.host.empty()) c.host = record.ssh_target;
+    if (c.ssh_config.empty()) c.ssh_config = record.ssh_config;
+    if (c.known_hosts.empty()) c.known_hosts = record.known_hosts;
+  }
+  return c;
+}
+
+}  // namespace
+
+std::string program_change_since(const RunRecord& record, const std::string& dir) {
+  if (!record.program_recorded || !record.program.in_git()) return "";
+  const ProgramState now = read_program_state(dir);
+  if (now.in_git() && now.work_tree != record.program.work_tree) {
+    return "the run was submitted from the work tree " + record.program.work_tree +
+           ", this directory is in " + now.work_tree;
+  }
+  return describe_program_change(record.program, now);
+}
+
+int rerun_job(const RerunRequest& request, const std::vector<std::string>& command) {
+  const RunRecord record = find_recorded_run(request.run, request.choice.runs_dir);
+  const fs::path spec_file = fs::path(record.local_dir) / "spec.json";
+  nlohmann::json saved = read_json_file(spec_file);  // UserError names the file
+
+  // The spec first: a bad --set is bad input whether or not the code changed.
+  SpecRequest spec_request;
+  spec_request.saved_spec = std::make_pair(std::move(saved), spec_file.string());
+  spec_request.sets = request.sets;
+  Catalog catalog = Catalog::from_environment();
+  Spec spec = resolve_spec(catalog, spec_request);
+  fs::path tmpl =
+      request.template_file.empty() ? catalog.default_template() : fs::path(request.template_file);
+  std::string script =
+      ScriptTemplate::from_file(tmpl).render(spec, RenderContext{kVersion, command, false});
+
+  const std::string changed = program_change_since(record, fs::current_path().string());
+  const std::string where = comment_text(record.local_dir) + "/run.json: program";
+  if (!changed.empty() && !request.force) {
+    const fs::path diff = fs::path(record.local_dir) / "program.diff";
+    std::error_code ec;
+    const std::string apply =
+        fs::exists(diff, ec) ? ", then git apply " + comment_text(diff.string()) : "";
+    throw UserError(where, "the code changed since the run: " + comment_text(changed),
+                    "pass --force to run the code as it is now, or restore it (git checkout " +
+                        record.program.revision.substr(0, 12) + apply + ")");
+  }
+  if (!changed.empty()) {
+    std::cerr << "hpclaunch: warning: " << where << ": " << comment_text(changed)
+              << "; --force: running the code as it is now\n";
+  }
+
+  RunOptions options = request.options;
+  options.rerun_of = record.local_dir;
+  if (spec.hash() == record.spec_hash) {
+    std::cerr << "hpclaunch: rerun of " << comment_text(record.local_dir) << " (job "
+              << record.job_id << "): the same spec (sha256 " << spec.hash().substr(0, 12) << ")\n";
+  } else {
+    std::cerr << "hpclaunch: rerun of " << comment_text(record.local_dir) << " (job "
+              << record.job_id << ")" << (request.sets.empty() ? "" : " with --set")
+              << ": spec sha256 " << spec.hash().substr(0, 12) << " (was "
+              << record.spec_hash.substr(0, 12) << "); hpclaunch diff shows it\n";
+  }
+  return submit_and_follow(spec, script, rerun_backend(request, record), command, options);
+}
+
+}  // namespace hpc
