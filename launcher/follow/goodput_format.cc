@@ -117,8 +117,8 @@ std::string goodput_text(const GoodputReport& rep) {
     return s;
   }
   if (rep.queue_wait_s)
-    s += fmt::format("  submitted {} UTC; first start {} later\n", clock_time(rep.submitted, true),
-                     duration(*rep.queue_wait_s));
+    s += fmt::format("  submitted {} UTC; first start {} later\n",
+                     clock_time(rep.submitted, true).substr(0, 19), duration(*rep.queue_wait_s));
   s += "\n";
   s += fmt::format("{:>3}  {:<12} {:>8} {:>9}  {:<14} {:>11} {:>10} {:>8} {:>8}  {}\n", "run",
                    "start (UTC)", "waited", "run time", "nodes", "steps", "tokens/s", "ckpt",
@@ -140,13 +140,21 @@ std::string goodput_text(const GoodputReport& rep) {
                    duration(rep.run_s), rep.runs.size(), rep.runs.size() == 1 ? "" : "s",
                    rep.devices, unit, rep.devices == 1 ? "" : "s");
   if (rep.goodput)
-    s += fmt::format("{:<19}{:.1f}% ({} of training steps kept, of {} {}-time charged)\n",
-                     "goodput", 100 * *rep.goodput, duration(rep.useful_s),
-                     duration(rep.charged_device_s / std::max(1, rep.devices)), unit);
+    s += fmt::format("{:<19}{:.1f}% ({} of training steps kept, of {} charged)\n", "goodput",
+                     100 * *rep.goodput, duration(rep.useful_s), duration(rep.run_s));
   double waited = 0;
   for (size_t i = 1; i < rep.runs.size(); ++i) waited += rep.runs[i].wait_s;
-  s += fmt::format("{:<19}{} before the first start, {} pending between runs\n", "queue wait",
-                   duration(rep.queue_wait_s.value_or(0)), duration(waited));
+  s += fmt::format("{:<19}{} before the first start", "queue wait",
+                   duration(rep.queue_wait_s.value_or(0)));
+  if (rep.runs.size() > 1) s += fmt::format(", {} pending between runs", duration(waited));
+  s += "\n";
+  if (rep.has_metrics) {
+    double startup = 0;
+    for (const auto& g : rep.runs) startup += g.startup_s;
+    s += fmt::format("{:<19}{} from the runs' starts to their first steps (start-up, rendezvous, "
+                     "loading the checkpoint)\n",
+                     "start-up", duration(startup));
+  }
   s += fmt::format("{:<19}{} after the last checkpoint before each stop", "lost",
                    duration(rep.lost_s));
   if (rep.has_metrics)

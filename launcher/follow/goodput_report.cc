@@ -76,7 +76,7 @@ std::string plot_script(const GoodputReport& rep, const std::string& base_name, 
   for (const auto& g : rep.runs)
     tics += fmt::format("{}\"{}\" {}", tics.empty() ? "" : ", ", g.run.restart, &g - &rep.runs[0]);
   s += "set ytics (" + tics + ")\n";
-  s += "set key outside bottom center horizontal\n";
+  s += "set bmargin 6\nset key at screen 0.5, 0.04 center center horizontal\n";
   s +=
       "set title " +
       gnuplot_string(fmt::format("job {}: {} run(s), {} requeue(s)", rep.job_id, n, rep.requeues)) +
@@ -178,13 +178,14 @@ bool names_a_run(const std::string& arg, const BackendChoice& choice) {
 
 int report_run(const std::string& job, const BackendChoice& choice,
                const RunReportOptions& options) {
+  // Only a run with a record: the timeline lives in the run directory hpclaunch made.
+  const auto found = find_run(choice.runs_dir, job);
+  if (!found || found->run_dir.empty())
+    throw UserError(job, "no run directory of " + comment_text(job) + " under " + choice.runs_dir,
+                    "report reads the run directory that hpclaunch run or submit made "
+                    "(hpclaunch list shows them); pass --runs-dir if the runs live elsewhere");
   OpenedRun run = open_run(job, choice);
   const RunRecord& record = run.record;
-  if (record.run_dir.empty() || record.local_dir.empty())
-    throw UserError(job,
-                    "no run directory of job " + comment_text(job) + " under " + choice.runs_dir,
-                    "report reads the run directory that hpclaunch run or submit made; pass "
-                    "--runs-dir if the runs live elsewhere");
   const std::string timeline_path = record.run_dir + "/timeline.jsonl";
   const auto timeline_text = read_run_file(*run.backend, timeline_path);
   if (!timeline_text)

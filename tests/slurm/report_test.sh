@@ -31,10 +31,11 @@ export XDG_CONFIG_HOME="$work/xdg" HPCLAUNCH_PATH="" GLOO_SOCKET_IFNAME=lo OMP_N
 
 fail() {
   echo "FAIL: $*" >&2
-  for f in "$work"/*.err "$work"/*.out; do [[ -f $f ]] && { echo "--- $f" >&2; tail -n 30 "$f" >&2; }; done
+  for f in "$work"/*.err "$work"/*.out "$work"/runs/*/timeline.jsonl; do
+    [[ -f $f ]] && { echo "--- $f" >&2; tail -n 30 "$f" >&2; }
+  done
   exit 1
 }
-command -v jq >/dev/null || fail "jq is missing (scripts/install-deps.sh)"
 
 for i in $(seq 1 400); do
   echo "line $i: the quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs."
@@ -43,8 +44,9 @@ trainer_args=(--data "$work/corpus.txt" --data-format text --model tiny --micro-
   --total-batch-tokens 512 --warmup-steps 3 --decay-steps 600 --max-lr 3e-3 --eval-every 0
   --seed 9 --threads 1 --log-every 10 --checkpoint-dir "$work/ck")
 
-# json KEY-PATH of the report's JSON
-jfield() { jq -r "$1" "$work/report.json"; }
+# jfield EXPR: a Python expression over the report's JSON (r), printed; jtrue EXPR: its truth.
+jfield() { python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$work/report.json" "$1"; }
+jtrue() { [[ $(jfield "bool($1)") == True ]]; }
 # The plot: a PNG (its signature) and an SVG (its root element) beside run.json.
 check_plot() {  # RUN_DIR
   [[ $(head -c 8 "$1/goodput.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "no PNG at $1/goodput.png"
@@ -90,48 +92,49 @@ case "$case_name" in
     "$hpclaunch" report "$job" >"$work/report.txt" 2>"$work/report.err" || fail "report exited $?: $(cat "$work/report.err")"
     "$hpclaunch" report "$run_dir" --json >"$work/report.json" 2>"$work/report-json.err" || fail "report --json exited $?"
     cat "$work/report.txt"
-    [[ $(jfield .requeues) == 2 ]] || fail "requeues $(jfield .requeues), not 2"
-    [[ $(jfield '.runs | length') == 3 ]] || fail "not 3 runs"
-    [[ $(jfield '[.runs[].why] | join(",")') == requeued,requeued,completed ]] || fail "why: $(jfield '[.runs[].why] | join(",")')"
-    [[ $(jfield '[.runs[].stop_signal] | join(",")') == USR1,USR1, ]] || fail "signals: $(jfield '[.runs[].stop_signal] | join(",")')"
-    [[ $(jfield '[.runs[].restart] | join(",")') == 0,1,2 ]] || fail "restarts"
-    jq -e '.runs[0].lost_s > 0 and .runs[1].lost_s > 0 and .runs[2].lost_s == 0 and .lost_s > 0' "$work/report.json" >/dev/null ||
-      fail "lost time: $(jfield '[.runs[].lost_s] | map(tostring) | join(",")')"
-    jq -e '.runs[1].resume_step == .runs[0].last_checkpoint_step + 1 and .runs[2].resume_step == .runs[1].last_checkpoint_step + 1' \
-      "$work/report.json" >/dev/null || fail "the resumed runs did not start after the stops' checkpoints"
-    jq -e --argjson n $steps '.runs[2].last_step == $n - 1 and ([.runs[].steps] | add) - .redone_steps == $n' "$work/report.json" >/dev/null ||
-      fail "steps: $(jfield '[.runs[].steps] | map(tostring) | join(",")'), redone $(jfield .redone_steps)"
-    jq -e --argjson n $steps '.tokens == $n * 512 and .goodput > 0 and .goodput <= 1 and .tokens_per_device_hour > 0' "$work/report.json" >/dev/null ||
-      fail "tokens $(jfield .tokens), goodput $(jfield .goodput)"
-    jq -e '.device == "gpu" and .devices == 2 and .checkpoints >= 2 and .checkpoint_s > 0 and .queue_wait_s >= 0' "$work/report.json" >/dev/null ||
-      fail "device $(jfield .device) x $(jfield .devices), checkpoints $(jfield .checkpoints)"
-    jq -e '.runs[1].waited_s > 0 and .runs[2].waited_s > 0 and (.runs[0].nodelist | test("node0[12]"))' "$work/report.json" >/dev/null ||
+    [[ $(jfield "r['requeues']") == 2 ]] || fail "requeues $(jfield "r['requeues']"), not 2"
+    [[ $(jfield "len(r['runs'])") == 3 ]] || fail "not 3 runs"
+    [[ $(jfield "','.join(x['why'] for x in r['runs'])") == requeued,requeued,completed ]] || fail "why: $(jfield "','.join(x['why'] for x in r['runs'])")"
+    [[ $(jfield "','.join(x['stop_signal'] for x in r['runs'])") == USR1,USR1, ]] || fail "signals: $(jfield "','.join(x['stop_signal'] for x in r['runs'])")"
+    [[ $(jfield "','.join(str(x['restart']) for x in r['runs'])") == 0,1,2 ]] || fail "restarts"
+    jtrue "r['runs'][0]['lost_s'] > 0 and r['runs'][1]['lost_s'] > 0 and r['runs'][2]['lost_s'] == 0" ||
+      fail "lost time: $(jfield "[x['lost_s'] for x in r['runs']]")"
+    jtrue "all(r['runs'][i]['resume_step'] == r['runs'][i - 1]['last_checkpoint_step'] + 1 for i in (1, 2))" || fail "the resumed runs did not start after the stops' checkpoints"
+    jtrue "r['runs'][2]['last_step'] == $steps - 1 and sum(x['steps'] for x in r['runs']) - r['redone_steps'] == $steps" ||
+      fail "steps: $(jfield "[x['steps'] for x in r['runs']]"), redone $(jfield "r['redone_steps']")"
+    jtrue "r['tokens'] == $steps * 512 and 0 < r['goodput'] <= 1 and r['tokens_per_device_hour'] > 0" ||
+      fail "tokens $(jfield "r['tokens']"), goodput $(jfield "r['goodput']")"
+    jtrue "r['device'] == 'gpu' and r['devices'] == 2 and r['checkpoints'] >= 2 and r['checkpoint_s'] > 0 and r['queue_wait_s'] >= 0" ||
+      fail "device $(jfield "r['device']") x $(jfield "r['device']"s), checkpoints $(jfield "r['checkpoints']")"
+    jtrue "r['runs'][1]['waited_s'] > 0 and r['runs'][2]['waited_s'] > 0 and r['runs'][0]['nodelist'] == 'node[01-02]'" ||
       fail "waits or node list"
     grep -q "^Job $job ($name, hpctrain): 3 runs, 2 requeues" "$work/report.txt" || fail "no heading"
     grep -q "run 0: USR1 reached the batch script" "$work/report.txt" || fail "no reason for run 0"
     grep -q "run 2: completed (exit 0)" "$work/report.txt" || fail "run 2 not completed"
     grep -q "^GPU-hours charged  " "$work/report.txt" || fail "no GPU-hours"
-    goodput=$(jfield .goodput)
+    goodput=$(jfield "r['goodput']")
     grep -q "^goodput            $(awk -v g="$goodput" 'BEGIN { printf "%.1f", 100 * g }')%" "$work/report.txt" ||
       fail "text and JSON disagree on goodput ($goodput)"
     check_plot "$run_dir"
-    echo "requeue2: job $job, 3 runs (USR1, USR1, completed), lost $(jfield .lost_s) s, goodput $goodput, $(jfield .tokens) tokens"
+    # REPORT_TEST_KEEP=DIR keeps a copy of the run directory (docs/img's plot comes from one).
+    [[ -z ${REPORT_TEST_KEEP:-} ]] || cp -r "$run_dir" "$REPORT_TEST_KEEP"
+    echo "requeue2: job $job, 3 runs (USR1, USR1, completed), lost $(jfield "r['lost_s']") s, goodput $goodput, $(jfield "r['tokens']") tokens"
     ;;
   local)
     # hpctrain for 20 steps on the local backend: one run, no GPUs.
-    "$hpclaunch" run --no-project --local --preset 1n1g --strategy none --set "job.name=$name" \
+    "$hpclaunch" run --no-project --local --preset 1n1g --strategy ddp --set "job.name=$name" \
       --set "trainer.program=$hpctrain" -- "${trainer_args[@]}" --max-steps 20 --checkpoint-every 10 \
       2>"$work/run.err" >"$work/run.out" || fail "local run exited $?"
     job=$(sed -n 's/.*submitted job \([0-9]*\).*/\1/p' "$work/run.err" | head -n 1)
     [[ -n $job ]] || fail "no job id"
     "$hpclaunch" report "$job" --json >"$work/report.json" 2>"$work/report.err" || fail "report exited $?: $(cat "$work/report.err")"
-    jq -e '.requeues == 0 and .runs[0].why == "completed" and .device == "cpu" and .runs[0].steps == 20 and .checkpoints == 2' "$work/report.json" >/dev/null ||
+    jtrue "r['requeues'] == 0 and r['runs'][0]['why'] == 'completed' and r['device'] == 'cpu' and r['runs'][0]['steps'] == 20 and r['checkpoints'] == 2" ||
       fail "local hpctrain: $(cat "$work/report.json")"
-    jq -e '.tokens == 20 * 512 and .goodput > 0 and .goodput <= 1 and .runs[0].lost_s == 0' "$work/report.json" >/dev/null ||
+    jtrue "r['tokens'] == 20 * 512 and 0 < r['goodput'] <= 1 and r['runs'][0]['lost_s'] == 0" ||
       fail "local hpctrain figures: $(cat "$work/report.json")"
     "$hpclaunch" report "$job" >"$work/report.txt" 2>/dev/null || fail "text report exited $?"
     grep -q "^CPU-hours charged  " "$work/report.txt" || fail "no CPU-hours: $(cat "$work/report.txt")"
-    check_plot "$(ls -d "$work"/runs/"$name"-*/ | head -n 1)"
+    check_plot "$work/runs/$name-$job"
     cat "$work/report.txt"
 
     # A program of one's own: the timeline alone.
@@ -143,7 +146,7 @@ case "$case_name" in
     grep -q "run 0: completed (exit 0)" "$work/own.txt" || fail "own program not completed: $(cat "$work/own.txt")"
 
     # Bad input: one line, exit 2, nothing written.
-    own_dir=$(ls -d "$work"/runs/"$name"-own-*/ | head -n 1)
+    own_dir="$work/runs/$name-own-$own"
     echo 'not json' >>"$own_dir/timeline.jsonl"
     rm -f "$own_dir"/goodput.*
     rc=0
@@ -157,7 +160,7 @@ case "$case_name" in
     rc=0
     "$hpclaunch" report "$own" --out x >/dev/null 2>"$work/out.err" || rc=$?
     [[ $rc -eq 2 ]] || fail "--out with a run: exit $rc"
-    echo "local: hpctrain 20 steps, 1 run, CPU-hours, goodput $(jfield .goodput); own program: timeline only; bad input refused"
+    echo "local: hpctrain 20 steps, 1 run, CPU-hours, goodput $(jfield "r['goodput']"); own program: timeline only; bad input refused"
     ;;
   *) echo "usage: $0 requeue2|local HPCLAUNCH HPCTRAIN" >&2; exit 2 ;;
 esac
