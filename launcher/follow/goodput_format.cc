@@ -68,40 +68,33 @@ std::string end_word(const TimelineRun& r) {
 
 // What stopped the run, for the lines under the table.
 std::string stop_cause(const TimelineRun& r) {
-  if (r.stop_signal == "TERM")
-    return "TERM reached the batch script (`scancel --signal=TERM --batch`, or the time limit "
-           "without job.signal)";
+  if (r.stop_signal == "TERM") return "TERM to the batch script (scancel --signal=TERM --batch)";
   if (!r.stop_signal.empty())
     return comment_text(r.stop_signal) +
-           " reached the batch script (job.signal: the time limit was near, or `scancel "
-           "--signal=" +
-           comment_text(r.stop_signal) + " --batch`)";
-  return "the tasks were stopped (TERM to the tasks: preemption, or `scancel --signal=TERM`)";
+           " to the batch script (job.signal before the time limit, or scancel --signal=" +
+           comment_text(r.stop_signal) + " --batch)";
+  return "TERM to the tasks (preemption, or scancel --signal=TERM)";
 }
 
 std::string why_line(const RunGoodput& g) {
   const TimelineRun& r = g.run;
-  std::string saved;
-  if (g.last_checkpoint_step)
-    saved = fmt::format("; its last checkpoint was after step {}", *g.last_checkpoint_step);
+  const std::string checkpoint =
+      g.last_checkpoint_step ? fmt::format("checkpoint after step {}", *g.last_checkpoint_step)
+                             : "no checkpoint";
   if (!r.end)
     return "no end recorded: still running, or killed before the batch script could write it";
   if (r.why == "completed") return fmt::format("completed (exit {})", r.exit_status);
-  if (r.why == "requeued")
-    return stop_cause(r) +
-           "; the program checkpointed and wrote the requeue marker, and the job "
-           "requeued itself" +
-           saved;
+  if (r.why == "requeued") return stop_cause(r) + "; " + checkpoint + ", requeued";
   if (r.why == "requeue_limit")
-    return stop_cause(r) + "; it asked for a requeue but job.max_requeues was reached (exit " +
-           std::to_string(r.exit_status) + ")" + saved;
+    return fmt::format("{}; {}, no requeue: job.max_requeues reached (exit {})", stop_cause(r),
+                       checkpoint, r.exit_status);
   if (r.why == "requeue_failed")
-    return stop_cause(r) + "; `scontrol requeue` was refused (exit " +
-           std::to_string(r.exit_status) + ")" + saved;
+    return fmt::format("{}; {}, `scontrol requeue` refused (exit {})", stop_cause(r), checkpoint,
+                       r.exit_status);
   if (r.why == "stopped_no_marker")
-    return stop_cause(r) + "; the tasks ended (status " + std::to_string(r.exit_status) +
-           ") without writing the requeue marker: no requeue" + saved;
-  return fmt::format("failed with exit status {}", r.exit_status) + saved;
+    return fmt::format("{}; the tasks ended (status {}) without the requeue marker: no requeue",
+                       stop_cause(r), r.exit_status);
+  return fmt::format("failed with exit status {}; {}", r.exit_status, checkpoint);
 }
 
 }  // namespace
@@ -151,9 +144,10 @@ std::string goodput_text(const GoodputReport& rep) {
   if (rep.has_metrics) {
     double startup = 0;
     for (const auto& g : rep.runs) startup += g.startup_s;
-    s += fmt::format("{:<19}{} from the runs' starts to their first steps (start-up, rendezvous, "
-                     "loading the checkpoint)\n",
-                     "start-up", duration(startup));
+    s += fmt::format(
+        "{:<19}{} from each run's start to its first step (rendezvous, loading the "
+        "checkpoint)\n",
+        "start-up", duration(startup));
   }
   s += fmt::format("{:<19}{} after the last checkpoint before each stop", "lost",
                    duration(rep.lost_s));

@@ -135,7 +135,7 @@ TEST_CASE("goodput of three runs with two requeues, figures worked out by hand")
   CHECK_THAT(text, Contains("GPU-hours charged  0.1889 (2m 50s over 3 runs x 4 GPUs)"));
   CHECK_THAT(text, Contains("goodput            70.6%"));
   CHECK_THAT(text, Contains("2 steps trained again (20.0 s)"));
-  CHECK_THAT(text, Contains("run 0: USR1 reached the batch script"));
+  CHECK_THAT(text, Contains("run 0: USR1 to the batch script"));
   CHECK_THAT(text, Contains("requeued (USR1)"));
   const auto j = goodput_json(r);
   CHECK(j["requeues"] == 2);

@@ -109,7 +109,7 @@ case "$case_name" in
     jtrue "r['runs'][1]['waited_s'] > 0 and r['runs'][2]['waited_s'] > 0 and r['runs'][0]['nodelist'] == 'node[01-02]'" ||
       fail "waits or node list"
     grep -q "^Job $job ($name, hpctrain): 3 runs, 2 requeues" "$work/report.txt" || fail "no heading"
-    grep -q "run 0: USR1 reached the batch script" "$work/report.txt" || fail "no reason for run 0"
+    grep -q "run 0: USR1 to the batch script" "$work/report.txt" || fail "no reason for run 0"
     grep -q "run 2: completed (exit 0)" "$work/report.txt" || fail "run 2 not completed"
     grep -q "^GPU-hours charged  " "$work/report.txt" || fail "no GPU-hours"
     goodput=$(jfield "r['goodput']")
