@@ -198,16 +198,15 @@ VerbHandler define_report(CLI::App* verb) {
                       "or --compare DIR_A DIR_B");
     if (names_a_run(f->dir, f->backend.choice())) {
       if (!f->out.empty())
-        throw UserError("--out", "only with --compare", "a run's plot goes where --plot says");
+        throw UserError("--out", "only with --compare", "use --plot PATH for a run's plot");
       return report_run(f->dir, f->backend.choice(), {f->as_json, f->plot});
     }
     if (!f->out.empty())
       throw UserError("--out", "only with --compare", "hpclaunch report DIR writes into DIR");
     if (f->as_json || !f->plot.empty())
       throw UserError(f->as_json ? "--json" : "--plot", "only for a run's report",
-                      f->dir +
-                          " is not a run directory (no run.json); a sweep's report is "
-                          "summary.md and plots/");
+                      "pass a run (a job id or run directory); " + f->dir +
+                          " is a sweep folder, whose report is summary.md and plots/");
     return report_sweep_dir(f->dir);
   };
 }

@@ -113,8 +113,9 @@ std::vector<TimelineRun> parse_timeline(const std::string& jsonl, const std::str
       return;
     }
     if (event != "stop" && event != "end")
-      throw UserError(where, "\"event\" is \"" + comment_text(event) + "\"",
-                      "expected start, stop or end (written by the batch script)");
+      throw UserError(
+          where, "\"event\" is \"" + comment_text(event) + "\"",
+          "remove the line or fix its event: start, stop or end, as the batch script writes them");
     if (runs.empty() || runs.back().end)
       return;  // its start was not recorded (a template without the timeline): nothing to hang it
                // on

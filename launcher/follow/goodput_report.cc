@@ -190,8 +190,8 @@ int report_run(const std::string& job, const BackendChoice& choice,
   const auto timeline_text = read_run_file(*run.backend, timeline_path);
   if (!timeline_text)
     throw UserError(timeline_path, "no timeline in the run directory",
-                    "the job has not started yet, or its batch script is older than the "
-                    "timeline (a template from before hpclaunch report): submit it again");
+                    "check that the job has started (hpclaunch status); a job whose batch script "
+                    "is older than the timeline has none: submit it again to get one");
   const auto timeline = parse_timeline(*timeline_text, timeline_path);
   const std::string metrics_path = record.run_dir + "/metrics.jsonl";
   std::optional<MetricsEvents> metrics;
