@@ -120,6 +120,11 @@ std::vector<std::string> write_goodput_plot(const fs::path& base, const GoodputR
   const std::string name = base.filename().string();
   const bool with_steps = metrics && !metrics->steps.empty();
   for (const char* ext : {".gp", "-steps.dat", ".png", ".svg"}) output_kind(dir / (name + ext));
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw UserError(dir.string(), "cannot create the directory: " + ec.message(),
+                    "check the permissions, or give another --plot PATH");
 
   double span = 0;
   for (const auto& g : rep.runs) span = std::max(span, g.end - rep.submitted);
@@ -179,7 +184,13 @@ bool names_a_run(const std::string& arg, const BackendChoice& choice) {
 int report_run(const std::string& job, const BackendChoice& choice,
                const RunReportOptions& options) {
   // Only a run with a record: the timeline lives in the run directory hpclaunch made.
-  const auto found = find_run(choice.runs_dir, job);
+  // A task of an array (123_4) has its run directory under the array's record (open_run).
+  auto found = find_run(choice.runs_dir, job);
+  const size_t underscore = job.find('_');
+  if (!found && is_job_id(job) && underscore != std::string::npos) {
+    found = find_run(choice.runs_dir, job.substr(0, underscore));
+    if (found && found->array.empty()) found.reset();
+  }
   if (!found || found->run_dir.empty())
     throw UserError(job, "no run directory of " + comment_text(job) + " under " + choice.runs_dir,
                     "report reads the run directory that hpclaunch run or submit made "
@@ -201,8 +212,14 @@ int report_run(const std::string& job, const BackendChoice& choice,
   RunFacts facts{record.job_id, record.name, record.launch, record.submitted_at, record.world_size};
   const GoodputReport report = compute_goodput(facts, timeline, metrics ? &*metrics : nullptr);
 
-  fs::path base =
-      options.plot.empty() ? fs::path(record.local_dir) / "goodput" : fs::path(options.plot);
+  // The plot goes into the run directory where it is on this machine (slurm, local), else into
+  // the local copy of the record (ssh), named by the job for a task of an array.
+  fs::path base = options.plot;
+  if (base.empty()) {
+    base = record.backend == "ssh" ? fs::path(record.local_dir) : fs::path(record.run_dir);
+    base /= record.backend == "ssh" && !record.array.empty() ? "goodput-" + record.job_id
+                                                             : std::string("goodput");
+  }
   if (base.extension() == ".png" || base.extension() == ".svg") base.replace_extension();
   std::vector<std::string> written;
   const auto problems = write_goodput_plot(base, report, metrics ? &*metrics : nullptr, written);

@@ -136,6 +136,9 @@ case "$case_name" in
     grep -q "^CPU-hours charged  " "$work/report.txt" || fail "no CPU-hours: $(cat "$work/report.txt")"
     check_plot "$work/runs/$name-$job"
     cat "$work/report.txt"
+    # --plot PATH: the plot elsewhere (its folder made), by name with or without .png.
+    "$hpclaunch" report "$job" --plot "$work/plots/gp.png" >/dev/null 2>&1 || fail "report --plot exited $?"
+    [[ -s $work/plots/gp.png && -s $work/plots/gp.svg && -s $work/plots/gp.gp ]] || fail "--plot wrote $(ls "$work/plots")"
 
     # A program of one's own: the timeline alone.
     "$hpclaunch" run --no-project --local --preset 1n1g --launch srun --set "job.name=$name-own" \
