@@ -8,6 +8,9 @@
 #             > 0 for each stop; every step once in the steps kept; tokens, goodput in (0, 1],
 #             2 GPUs (the cluster's GPUs are declared in gres.conf); the plot as PNG and SVG;
 #             the text and --json agree; the report by job id and by run directory.
+#   preempt   the same, stopped once by real preemption (a job of the test cluster's "urgent"
+#             partition wants both nodes; Slurm sends TERM to the tasks, not to the batch
+#             script): 2 runs, the first ended by "TERM to the tasks (preemption ...)", requeued.
 #   local     the local backend (no Slurm): hpctrain for 20 steps: 1 run, completed, CPU-hours
 #             (no GPUs); and a program of one's own (launch srun, bash): the timeline's figures,
 #             "no training steps" said; bad input: one line, exit 2, nothing written.
@@ -55,7 +58,7 @@ check_plot() {  # RUN_DIR
 }
 
 case "$case_name" in
-  requeue2)
+  requeue2 | preempt)
     : "${SLURM_CONF:?run me through ctest (the slurm_cluster fixture sets SLURM_CONF)}"
     # shellcheck source-path=SCRIPTDIR source=job_lib.sh
     source "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
@@ -69,13 +72,24 @@ case "$case_name" in
     run_dir="$work/runs/$name-$job"
     m="$run_dir/metrics.jsonl"
     step_count() { if [[ -f $m ]]; then grep -c '"loss"' "$m" || true; else echo 0; fi; }
-    for restart in 1 2; do
-      # A few steps into this run, USR1 to the batch shell: checkpoint, marker, requeue.
+    stops=(usr1 usr1)
+    [[ $case_name == preempt ]] && stops=(preempt)
+    restart=0
+    for stop in "${stops[@]}"; do
+      restart=$((restart + 1))
+      # A few steps into this run: USR1 to the batch shell, or a job of the test cluster's
+      # "urgent" partition that wants both nodes (Slurm sends TERM to the tasks): checkpoint,
+      # marker, requeue.
       want=$(($(step_count) + 5))
       for _ in $(seq 600); do (($(step_count) >= want)) && break; sleep 0.1; done
       (($(step_count) >= want)) || fail "run $((restart - 1)) did not reach $want step lines"
-      scancel --signal=USR1 --batch "$job"
-      [[ $(wait_state "$job" 60 PENDING) == PENDING ]] || fail "job $job not PENDING after USR1 ($(job_field "$job" JobState))"
+      if [[ $stop == usr1 ]]; then
+        scancel --signal=USR1 --batch "$job"
+      else
+        sbatch --parsable --partition=urgent --exclusive --nodes=2 --job-name "$name" \
+          --output=/dev/null --wrap true >/dev/null || fail "urgent job not submitted"
+      fi
+      [[ $(wait_state "$job" 60 PENDING) == PENDING ]] || fail "job $job not PENDING after $stop ($(job_field "$job" JobState))"
       pending_at=$(date +%s)
       [[ $(job_field "$job" Restarts) == "$restart" ]] || fail "Restarts=$(job_field "$job" Restarts), not $restart"
       # BeginTime is cred_expire away: start it sooner, once the nodes let its credential go.
@@ -92,6 +106,18 @@ case "$case_name" in
     "$hpclaunch" report "$job" >"$work/report.txt" 2>"$work/report.err" || fail "report exited $?: $(cat "$work/report.err")"
     "$hpclaunch" report "$run_dir" --json >"$work/report.json" 2>"$work/report-json.err" || fail "report --json exited $?"
     cat "$work/report.txt"
+    if [[ $case_name == preempt ]]; then
+      [[ $(jfield "','.join(x['why'] for x in r['runs'])") == requeued,completed ]] || fail "why: $(jfield "[x['why'] for x in r['runs']]")"
+      [[ $(jfield "r['runs'][0]['stop_signal']") == "" ]] || fail "preempted run 0 names a signal to the batch script"
+      jtrue "r['runs'][0]['lost_s'] > 0 and r['runs'][1]['resume_step'] == r['runs'][0]['last_checkpoint_step'] + 1" ||
+        fail "lost time or resume step"
+      jtrue "r['tokens'] == $steps * 512 and 0 < r['goodput'] <= 1" || fail "tokens $(jfield "r['tokens']")"
+      grep -q "run 0: TERM to the tasks (preemption, or scancel --signal=TERM); checkpoint after step [0-9]*, requeued" "$work/report.txt" ||
+        fail "no preemption reason for run 0"
+      check_plot "$run_dir"
+      echo "preempt: job $job, 2 runs (preempted: TERM to the tasks, completed), lost $(jfield "r['lost_s']") s, goodput $(jfield "r['goodput']")"
+      exit 0
+    fi
     [[ $(jfield "r['requeues']") == 2 ]] || fail "requeues $(jfield "r['requeues']"), not 2"
     [[ $(jfield "len(r['runs'])") == 3 ]] || fail "not 3 runs"
     [[ $(jfield "','.join(x['why'] for x in r['runs'])") == requeued,requeued,completed ]] || fail "why: $(jfield "','.join(x['why'] for x in r['runs'])")"
@@ -165,5 +191,5 @@ case "$case_name" in
     [[ $rc -eq 2 ]] || fail "--out with a run: exit $rc"
     echo "local: hpctrain 20 steps, 1 run, CPU-hours, goodput $(jfield "r['goodput']"); own program: timeline only; bad input refused"
     ;;
-  *) echo "usage: $0 requeue2|local HPCLAUNCH HPCTRAIN" >&2; exit 2 ;;
+  *) echo "usage: $0 requeue2|preempt|local HPCLAUNCH HPCTRAIN" >&2; exit 2 ;;
 esac
