@@ -407,8 +407,7 @@ at::Tensor forward_backward(GptImpl& model, dist::Strategy& strategy, DataIterat
 // 1); rank 0 prints where and how much.
 fs::path write_checkpoint(const TrainOptions& o, int64_t step, const GptConfig& config, int64_t B,
                           int64_t T, const std::vector<ParamShape>& layout,
-                          dist::Strategy& strategy, const DataIterator& train_data,
-                          MetricsLog& metrics) {
+                          dist::Strategy& strategy, const DataIterator& train_data) {
   Manifest info;
   info.next_step = step + 1;
   info.optimizer_steps = strategy.optimizer_steps();
@@ -425,14 +424,12 @@ fs::path write_checkpoint(const TrainOptions& o, int64_t step, const GptConfig& 
   const auto saved = save_checkpoint(o.checkpoint_dir, info, strategy.pieces_to_save(),
                                      DataPosition{train_data.shard(), train_data.position()}, ranks,
                                      o.keep_checkpoints);
-  const double save_seconds = seconds_since(c0);
-  metrics.write_checkpoint(step, save_seconds);  // rank 0's log; the others' are closed
   print0(
       ranks.rank(),
       fmt::format("step {:5d} | checkpoint {} ({:.1f} MB in {} files, {:.2f} s; SHA-256 {:.2f} s "
                   "beside the writes, waited for {:.2f} s)",
-                  step, saved.dir.string(), double(saved.bytes) / 1e6, ranks.world(), save_seconds,
-                  saved.hash_seconds, saved.hash_wait_seconds));
+                  step, saved.dir.string(), double(saved.bytes) / 1e6, ranks.world(),
+                  seconds_since(c0), saved.hash_seconds, saved.hash_wait_seconds));
   return saved.dir;
 }
 
@@ -516,8 +513,7 @@ int run_train(const TrainOptions& o) {
 
   MetricsLog metrics;
   if (rank == 0 && !o.metrics.empty()) {
-    metrics = MetricsLog(o.metrics, /*append=*/!resume_from.empty());
-    if (!resume_from.empty()) metrics.write_resume(first_step);
+    metrics = MetricsLog(o.metrics, /*append=*/!resume_from.empty(), first_step);
   }
   const double flops_per_token = training_flops_per_token(config, T);
   const double peak = peak_flops(device, o.peak_tflops);
@@ -590,7 +586,9 @@ int run_train(const TrainOptions& o) {
     const bool stop = ranks.any_rank(g_stop_requested != 0);  // all ranks agree
     fs::path saved;
     if (periodic || (last && o.checkpoint_at_end) || stop) {  // every rank writes its pieces
-      saved = write_checkpoint(o, step, config, B, T, layout, *strategy, *data.train, metrics);
+      const auto c0 = Clock::now();
+      saved = write_checkpoint(o, step, config, B, T, layout, *strategy, *data.train);
+      metrics.write_checkpoint(step, seconds_since(c0));  // only rank 0's log is open
     }
     if (stop) return stop_on_signal(step, last, saved, ranks);
   }

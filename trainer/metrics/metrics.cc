@@ -20,12 +20,13 @@ std::string format_step_line(const StepMetrics& m) {
       m.loss, m.lr, m.grad_norm, m.step_ms, m.tokens_per_s);
 }
 
-MetricsLog::MetricsLog(const std::filesystem::path& path, bool append) {
+MetricsLog::MetricsLog(const std::filesystem::path& path, bool append, int64_t first_step) {
   file_ = std::fopen(path.c_str(), append ? "a" : "w");
   if (!file_) {
     throw UserError(path.string(), fmt::format("cannot write metrics: {}", std::strerror(errno)),
                     "check --metrics");
   }
+  if (append) write_resume(first_step);
 }
 
 MetricsLog::~MetricsLog() {

@@ -44,8 +44,9 @@ std::string format_step_line(const StepMetrics& m);
 class MetricsLog {
  public:
   MetricsLog() = default;
-  // append: keep lines of an earlier run (resume); otherwise start empty. Throws UserError.
-  MetricsLog(const std::filesystem::path& path, bool append);
+  // append: keep lines of an earlier run and add a resume line naming first_step (the run
+  // resumed there); otherwise start empty. Throws UserError.
+  MetricsLog(const std::filesystem::path& path, bool append, int64_t first_step = 0);
   MetricsLog(MetricsLog&& o) noexcept : file_(o.file_) { o.file_ = nullptr; }
   MetricsLog& operator=(MetricsLog&& o) noexcept {
     std::swap(file_, o.file_);
