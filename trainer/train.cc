@@ -512,7 +512,7 @@ int run_train(const TrainOptions& o) {
 
   MetricsLog metrics;
   if (rank == 0 && !o.metrics.empty()) {
-    metrics = MetricsLog(o.metrics, /*append=*/!resume_from.empty());
+    metrics = MetricsLog(o.metrics, /*append=*/!resume_from.empty(), first_step);
   }
   const double flops_per_token = training_flops_per_token(config, T);
   const double peak = peak_flops(device, o.peak_tflops);
@@ -588,7 +588,9 @@ int run_train(const TrainOptions& o) {
     const bool stop = ranks.any_rank(g_stop_requested != 0);  // all ranks agree
     fs::path saved;
     if (periodic || (last && o.checkpoint_at_end) || stop) {  // every rank writes its pieces
+      const auto c0 = Clock::now();
       saved = write_checkpoint(o, step, config, B, T, layout, *strategy, *data.train);
+      metrics.write_checkpoint(step, seconds_since(c0));  // only rank 0's log is open
     }
     if (stop) return stop_on_signal(step, last, saved, ranks);
   }

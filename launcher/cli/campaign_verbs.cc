@@ -8,6 +8,7 @@
 #include "cli/flags.h"
 #include "cli/verbs.h"
 #include "error.h"
+#include "follow/goodput_report.h"
 
 namespace hpc {
 namespace {
@@ -159,31 +160,53 @@ VerbHandler define_tune(CLI::App* verb) {
 
 VerbHandler define_report(CLI::App* verb) {
   struct Flags {
-    std::string dir, out;
+    std::string dir, out, plot;
     std::vector<std::string> compare;
+    bool as_json = false;
+    BackendFlags backend;
   };
   auto f = std::make_shared<Flags>();
-  verb->add_option("DIR", f->dir, "the sweep directory to re-render");
+  verb->add_option("DIR", f->dir,
+                   "a sweep directory to re-render, or a run (job id, run directory name or "
+                   "path): its goodput across requeues");
   verb->add_option("--compare", f->compare,
                    "two sweep directories A B: side by side, with the ratio B/A per point")
       ->expected(2);
   verb->add_option("--out,-o", f->out,
                    "with --compare: where the table and plot go (default compare-A-vs-B)");
+  verb->add_flag("--json", f->as_json, "a run's report as JSON");
+  verb->add_option("--plot", f->plot,
+                   "a run's timeline plot: PATH.png and PATH.svg (default RUN_DIR/goodput)");
+  f->backend.add_to(verb, false);
   verb->footer(
       "Examples: hpclaunch report sweeps/local-tiny\n"
-      "          hpclaunch report --compare sweeps/before sweeps/after");
+      "          hpclaunch report --compare sweeps/before sweeps/after\n"
+      "          hpclaunch report 4242          (a run: queue wait, requeues, goodput)");
   return [f](const Invocation&) {
     if (!f->compare.empty()) {
       if (!f->dir.empty())
         throw UserError("report", "both DIR and --compare given",
                         "pass either a sweep directory or --compare DIR_A DIR_B");
+      if (f->as_json || !f->plot.empty())
+        throw UserError(f->as_json ? "--json" : "--plot", "only for a run's report",
+                        "hpclaunch report RUN --json (a job id or run directory)");
       return report_compare(f->compare[0], f->compare[1], f->out);
     }
     if (f->dir.empty())
-      throw UserError("report", "no sweep directory",
-                      "pass the --out directory of hpclaunch sweep, or --compare DIR_A DIR_B");
+      throw UserError("report", "no sweep directory or run",
+                      "pass the --out directory of hpclaunch sweep, a job id or run directory, "
+                      "or --compare DIR_A DIR_B");
+    if (names_a_run(f->dir, f->backend.choice())) {
+      if (!f->out.empty())
+        throw UserError("--out", "only with --compare", "use --plot PATH for a run's plot");
+      return report_run(f->dir, f->backend.choice(), {f->as_json, f->plot});
+    }
     if (!f->out.empty())
       throw UserError("--out", "only with --compare", "hpclaunch report DIR writes into DIR");
+    if (f->as_json || !f->plot.empty())
+      throw UserError(f->as_json ? "--json" : "--plot", "only for a run's report",
+                      "pass a run (a job id or run directory); " + f->dir +
+                          " is a sweep folder, whose report is summary.md and plots/");
     return report_sweep_dir(f->dir);
   };
 }

@@ -336,6 +336,50 @@ TEST_CASE("bad input: sweep and tune on the local backend, tune grids", "[bad-in
   });
 }
 
+// `hpclaunch report RUN` (docs/goodput.md): the run directory's files as the batch script and
+// hpctrain write them; a line that is neither is named by file and line, nothing is drawn.
+TEST_CASE("bad input: hpclaunch report of a run", "[bad-input]") {
+  const std::string record =
+      "{\"job_id\": \"5\", \"name\": \"x\", \"backend\": \"local\", \"run_dir\": "
+      "\"runs/x-5\", \"submitted_at\": \"2026-11-25T10:00:00Z\"}";
+  const std::string start =
+      "{\"event\":\"start\",\"time\":1795600810.5,\"restart\":0,\"nodes\":\"1\"}\n";
+  check_all({
+      {"a timeline line that is not JSON",
+       {"report", "runs/x-5"},
+       {{"work/runs/x-5/run.json", record},
+        {"work/runs/x-5/timeline.jsonl", start + "{\"event\":\"end\",\"ti\n"}},
+       {"runs/x-5/timeline.jsonl:2: is not a JSON object", "remove or fix that line"}},
+      {"a timeline event the script does not write",
+       {"report", "5", "--json"},
+       {{"work/runs/x-5/run.json", record},
+        {"work/runs/x-5/timeline.jsonl", start + "{\"event\":\"pause\",\"time\":1}\n"}},
+       {"timeline.jsonl:2: \"event\" is \"pause\"", "fix its event: start, stop or end"}},
+      {"a run without a timeline",
+       {"report", "runs/x-5"},
+       {{"work/runs/x-5/run.json", record}},
+       {"runs/x-5/timeline.jsonl: no timeline in the run directory", "submit it again"}},
+      {"a metrics line that is not JSON",
+       {"report", "runs/x-5"},
+       {{"work/runs/x-5/run.json", record},
+        {"work/runs/x-5/timeline.jsonl", start},
+        {"work/runs/x-5/metrics.jsonl", "{\"step\":0}\nnan\n"}},
+       {"runs/x-5/metrics.jsonl:2: is not a JSON object"}},
+      {"a job id with no run directory",
+       {"report", "4242"},
+       {},
+       {"4242: no run directory of 4242 under runs", "--runs-dir"}},
+      {"--json with a sweep folder",
+       {"report", "sw", "--json"},
+       {{"work/sw/results.csv", "preset,strategy,gpus\n"}},
+       {"--json: only for a run's report", "is a sweep folder"}},
+      {"--out with a run",
+       {"report", "runs/x-5", "--out", "o"},
+       {{"work/runs/x-5/run.json", record}, {"work/runs/x-5/timeline.jsonl", start}},
+       {"--out: only with --compare", "use --plot PATH"}},
+  });
+}
+
 // The help ends with a newline after its footer, so that whatever the shell or a later message
 // prints starts on its own line (the examples' last line used to run into it).
 TEST_CASE("usage: --help of hpclaunch and of each verb ends its last line", "[bad-input]") {

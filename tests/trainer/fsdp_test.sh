@@ -19,7 +19,7 @@ common=(--data "$WORK/data/corpus_train.txt" --model tiny --n-embd 66 --block-si
         --val-data "$WORK/data/corpus_val.txt" --eval-every 10 --val-batches 2 --sample-every 10
         --sample-tokens 16)
 
-steps() { grep -v '"val_loss"' "$1"; }
+steps() { grep '"tokens_per_s"' "$1"; }  # step lines only
 held() { local last; last=$(steps "$1" | tail -n1)
          echo $(field <(echo "$last") param_bytes) $(field <(echo "$last") grad_bytes) \
               $(field <(echo "$last") optimizer_bytes); }

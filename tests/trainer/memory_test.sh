@@ -57,7 +57,7 @@ awk -v d="$ddp" -v f="$fsdp" 'BEGIN { exit !(f <= 0.8 * d) }' ||
 ((zero1 < ddp && zero2 < ddp)) || fail "zero1 ($zero1 KiB) or zero2 ($zero2 KiB) peaks above ddp ($ddp KiB)"
 
 # --- 3. sharded at rest, on the storages ---
-last() { grep -v '"val_loss"' "$1" | tail -n1; }
+last() { grep '"tokens_per_s"' "$1" | tail -n1; }  # step lines only
 state() { local l; l=$(last "$1")
   echo $(($(field <(echo "$l") param_bytes) + $(field <(echo "$l") grad_bytes) + $(field <(echo "$l") optimizer_bytes))); }
 P=$(($(field <(last "$WORK/ddp.jsonl") param_bytes) / 4))

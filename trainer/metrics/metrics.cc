@@ -20,12 +20,13 @@ std::string format_step_line(const StepMetrics& m) {
       m.loss, m.lr, m.grad_norm, m.step_ms, m.tokens_per_s);
 }
 
-MetricsLog::MetricsLog(const std::filesystem::path& path, bool append) {
+MetricsLog::MetricsLog(const std::filesystem::path& path, bool append, int64_t first_step) {
   file_ = std::fopen(path.c_str(), append ? "a" : "w");
   if (!file_) {
     throw UserError(path.string(), fmt::format("cannot write metrics: {}", std::strerror(errno)),
                     "check --metrics");
   }
+  if (append) write_resume(first_step);
 }
 
 MetricsLog::~MetricsLog() {
@@ -53,6 +54,7 @@ void MetricsLog::write_step(const StepMetrics& m) {
   j["param_bytes"] = m.state.parameters;
   j["grad_bytes"] = m.state.gradients;
   j["optimizer_bytes"] = m.state.optimizer;
+  j["time"] = unix_time_seconds();
   write_line(j.dump());
 }
 
@@ -60,7 +62,29 @@ void MetricsLog::write_val(int64_t step, double val_loss) {
   nlohmann::ordered_json j;
   j["step"] = step;
   j["val_loss"] = val_loss;
+  j["time"] = unix_time_seconds();
   write_line(j.dump());
+}
+
+void MetricsLog::write_checkpoint(int64_t step, double save_seconds) {
+  nlohmann::ordered_json j;
+  j["checkpoint"] = step;
+  j["save_s"] = save_seconds;
+  j["time"] = unix_time_seconds();
+  write_line(j.dump());
+}
+
+void MetricsLog::write_resume(int64_t first_step) {
+  nlohmann::ordered_json j;
+  j["resume_step"] = first_step;
+  j["time"] = unix_time_seconds();
+  write_line(j.dump());
+}
+
+double unix_time_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return double(ts.tv_sec) + 1e-6 * double(ts.tv_nsec / 1000);
 }
 
 double process_cpu_seconds() {

@@ -35,14 +35,18 @@ std::string format_step_line(const StepMetrics& m);
 
 // One JSON object per line: {"step":..,"loss":..,"lr":..,"grad_norm":..,"step_ms":..,
 // "tokens_per_s":..,"mfu":..|null,"memory":..,"cpu_ms":..,"param_bytes":..,"grad_bytes":..,
-// "optimizer_bytes":..}; validation lines
-// {"step":..,"val_loss":..}.
+// "optimizer_bytes":..,"time":..}; validation lines {"step":..,"val_loss":..,"time":..};
+// a checkpoint written after step S {"checkpoint":S,"save_s":..,"time":..}; a run that resumed
+// {"resume_step":S,"time":..} (S: the first step it trains). "time" is the wall clock when the
+// line was written, Unix seconds with microseconds: `hpclaunch report` places each line on the
+// job's timeline (docs/goodput.md). Only step lines carry "tokens_per_s" and "loss".
 // Each line is flushed as written so a crashed run keeps what it measured.
 class MetricsLog {
  public:
   MetricsLog() = default;
-  // append: keep lines of an earlier run (resume); otherwise start empty. Throws UserError.
-  MetricsLog(const std::filesystem::path& path, bool append);
+  // append: keep lines of an earlier run and add a resume line naming first_step (the run
+  // resumed there); otherwise start empty. Throws UserError.
+  MetricsLog(const std::filesystem::path& path, bool append, int64_t first_step = 0);
   MetricsLog(MetricsLog&& o) noexcept : file_(o.file_) { o.file_ = nullptr; }
   MetricsLog& operator=(MetricsLog&& o) noexcept {
     std::swap(file_, o.file_);
@@ -52,6 +56,8 @@ class MetricsLog {
 
   void write_step(const StepMetrics& m);
   void write_val(int64_t step, double val_loss);
+  void write_checkpoint(int64_t step, double save_seconds);
+  void write_resume(int64_t first_step);
   bool enabled() const { return file_ != nullptr; }
 
  private:
@@ -60,6 +66,8 @@ class MetricsLog {
 };
 
 int64_t resident_memory_bytes();
+// The wall clock: Unix seconds, with microseconds.
+double unix_time_seconds();
 double process_cpu_seconds();
 
 }  // namespace hpc::train
