@@ -120,7 +120,7 @@ __attribute__((target("avx2,fma"))) void row_avx2(float* l, int64_t V, int64_t t
   l[t] -= scale;
 }
 
-// ---- AVX-512 version -----------------------------------------------------------------------------
+// ---- AVX-512 version ----------------------------------------------------------------------------
 // GCC 12 warns inside its own reduction intrinsics (_mm512_undefined_*), a known false positive.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
