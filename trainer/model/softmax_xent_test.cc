@@ -26,9 +26,13 @@ double reference(const std::vector<float>& row, int64_t t, double scale,
 }  // namespace
 
 TEST_CASE("softmax cross-entropy rows match a double-precision reference", "[head]") {
-  INFO("implementation " << softmax_xent_isa());
+  INFO("best implementation here " << softmax_xent_isa());
+  const auto isa = GENERATE(SoftmaxIsa::avx512, SoftmaxIsa::avx2, SoftmaxIsa::scalar);
+  if (!softmax_xent_has(isa)) return;  // not on this CPU
+  INFO("implementation " << int(isa));
   std::mt19937 gen(1);
-  for (int64_t V : {1, 7, 8, 9, 257, 50304}) {
+  // 2048-float blocks (AVX-512): one, one and a bit, many with a short last one.
+  for (int64_t V : {1, 7, 8, 9, 17, 257, 2048, 2049, 50304}) {
     const int64_t n = 3, ld = V + 5;
     std::normal_distribution<float> normal(0.f,
                                            V > 1000 ? 3.f : 20.f);  // wide: exercises exp's range
@@ -37,10 +41,10 @@ TEST_CASE("softmax cross-entropy rows match a double-precision reference", "[hea
     std::vector<int64_t> target(n);
     for (int64_t i = 0; i < n; ++i) target[i] = (i * 7919) % V;
     std::vector<float> loss(n), loss_only(n), copy = logits;
-    softmax_xent_rows(copy.data(), n, V, ld, target.data(), loss_only.data(), 0.0f);
+    softmax_xent_rows(copy.data(), n, V, ld, target.data(), loss_only.data(), 0.0f, isa);
     CHECK(copy == logits);  // no gradient asked: the logits stay
     const float scale = 1.0f / 1024;
-    softmax_xent_rows(logits.data(), n, V, ld, target.data(), loss.data(), scale);
+    softmax_xent_rows(logits.data(), n, V, ld, target.data(), loss.data(), scale, isa);
     for (int64_t i = 0; i < n; ++i) {
       std::vector<float> row(copy.begin() + i * ld, copy.begin() + i * ld + V);
       std::vector<double> grad;
@@ -59,12 +63,16 @@ TEST_CASE("softmax cross-entropy rows match a double-precision reference", "[hea
 }
 
 TEST_CASE("a confident row has a tiny loss and a tiny gradient", "[head]") {
-  std::vector<float> row(100, -50.0f);
-  row[42] = 50.0f;
-  int64_t t = 42;
+  const auto isa = GENERATE(SoftmaxIsa::avx512, SoftmaxIsa::avx2, SoftmaxIsa::scalar);
+  if (!softmax_xent_has(isa)) return;
+  INFO("implementation " << int(isa));
+  // The maximum in the second 2048-float block: the first block's exponentials are rescaled.
+  std::vector<float> row(5000, -50.0f);
+  row[4242] = 50.0f;
+  int64_t t = 4242;
   float loss = -1;
-  softmax_xent_rows(row.data(), 1, 100, 100, &t, &loss, 1.0f);
+  softmax_xent_rows(row.data(), 1, 5000, 5000, &t, &loss, 1.0f, isa);
   CHECK(loss == Approx(0.0).margin(1e-6));
-  CHECK(row[42] == Approx(0.0).margin(1e-6));
+  CHECK(row[4242] == Approx(0.0).margin(1e-6));
   CHECK(row[0] == Approx(0.0).margin(1e-30));
 }
