@@ -293,7 +293,8 @@ at::Device set_up_device(const RuntimeOptions& r, int local_rank) {
   return device;
 }
 
-dist::StrategyOptions strategy_options(const TrainOptions& o, const at::Device& device) {
+dist::StrategyOptions strategy_options(const TrainOptions& o, const at::Device& device,
+                                       bool resuming) {
   dist::StrategyOptions so;
   so.name = o.strategy;
   so.timeout_s = o.dist_timeout_s;
@@ -302,17 +303,19 @@ dist::StrategyOptions strategy_options(const TrainOptions& o, const at::Device& 
   so.device = device.str();
   so.bf16_params = use_bf16(o.runtime.precision, device);
   so.adamw = AdamWOptions{o.beta1, o.beta2, o.eps, o.weight_decay};
+  so.parameters_from_checkpoint = resuming;
   return so;
 }
 
-// The model on its device: initialised from --seed, or Hugging Face weights (--init-from). With
-// `deferred` the parameters get no storage here: the strategy materialises them (attach).
+// The model on its device: initialised from --seed, or Hugging Face weights (--init-from), or
+// left for a checkpoint to fill (unfilled). With deferred storage the parameters get no storage
+// here: the strategy materialises them (attach).
 Gpt build_model(const TrainOptions& o, const GptConfig& config, const at::Device& device, bool bf16,
-                bool deferred) {
+                ParameterStorage storage) {
   torch::manual_seed(o.seed);
-  Gpt model(config, deferred ? ParameterStorage::deferred : ParameterStorage::allocated);
+  Gpt model(config, storage);
   if (!o.model.init_from.empty()) load_hf_weights(o.model.init_from, *model);
-  if (deferred) {
+  if (storage == ParameterStorage::deferred) {
     for (auto& b : model->buffers()) b.set_data(b.to(device));
   } else {
     model->to(device);
@@ -322,12 +325,18 @@ Gpt build_model(const TrainOptions& o, const GptConfig& config, const at::Device
   return model;
 }
 
+// Seconds of a run before it resumes (printed on the resume line): from the process's start to
+// building the model (rendezvous, data), and building the model and attaching the strategy.
+struct StartUp {
+  double before_model_seconds = 0, model_seconds = 0;
+};
+
 // Fills the strategy's state (parameters, optimiser) from the newest whole checkpoint of
 // `candidates` and moves the training data to where it stood. Returns the step to go on from.
 int64_t resume_training(const std::vector<fs::path>& candidates, const std::string& resume,
                         const TrainOptions& o, const GptConfig& config, int64_t B, int64_t T,
                         const std::vector<ParamShape>& layout, dist::Strategy& strategy,
-                        DataIterator& train_data) {
+                        DataIterator& train_data, const StartUp& startup) {
   const auto r0 = Clock::now();
   dist::ProcessGroup& ranks = strategy.group();
   const int rank = ranks.rank();
@@ -359,12 +368,16 @@ int64_t resume_training(const std::vector<fs::path>& candidates, const std::stri
   } else {
     train_data.seek(m.files[0].data.shard, m.files[0].data.position + B * T * rank);
   }
+  const double loaded = seconds_since(r0);
   print0(rank, fmt::format("resumed from {} at step {} (saved by {} rank(s) with {}; verified "
                            "and loaded in {:.2f} s; files read in {:.2f} s, CPU {:.2f} s, "
-                           "SHA-256 {:.2f} s beside the reads, waited for {:.2f} s)",
-                           cp->dir.string(), m.next_step, m.world, m.strategy, seconds_since(r0),
+                           "SHA-256 {:.2f} s beside the reads, waited for {:.2f} s; after the "
+                           "reads {:.2f} s; before the resume: start-up {:.2f} s, model and "
+                           "optimiser {:.2f} s)",
+                           cp->dir.string(), m.next_step, m.world, m.strategy, loaded,
                            cp->read_seconds, cp->read_cpu_seconds, cp->hash_seconds,
-                           cp->hash_wait_seconds));
+                           cp->hash_wait_seconds, loaded - cp->read_seconds,
+                           startup.before_model_seconds, startup.model_seconds));
   return m.next_step;
 }
 
@@ -468,6 +481,7 @@ int stop_on_signal(int64_t step, bool last, const fs::path& checkpoint, dist::Pr
 // ------------------------------------------------------------------------------------- train
 
 int run_train(const TrainOptions& o) {
+  const auto process_start = Clock::now();
   std::signal(SIGUSR1, request_stop);  // early: the default actions end the process
   std::signal(SIGUSR2, request_stop);
   std::signal(SIGTERM, request_stop);
@@ -488,7 +502,9 @@ int run_train(const TrainOptions& o) {
   const std::string resume = resume_mode(o.resume);
   const auto resume_from = resume_candidates(o, resume, config, T, rdv.rank);
   const at::Device device = set_up_device(o.runtime, rdv.local_rank);
-  auto strategy = dist::make_strategy(strategy_options(o, device), rdv);
+  // A resume fills every parameter from the checkpoint (or fails): nothing to initialise.
+  const bool resuming = !resume_from.empty();
+  auto strategy = dist::make_strategy(strategy_options(o, device, resuming), rdv);
   dist::ProcessGroup& ranks = strategy->group();
   const int rank = ranks.rank();
 
@@ -497,18 +513,26 @@ int run_train(const TrainOptions& o) {
   // keeps its shard (the values are the unsharded model's: GptImpl::init_parameter).
   const bool deferred = strategy->shards_parameters() && o.model.init_from.empty();
   const bool bf16 = use_bf16(o.runtime.precision, device);
-  Gpt model = build_model(o, config, device, bf16, deferred);
+  StartUp startup;
+  startup.before_model_seconds = seconds_since(process_start);
+  const auto model_start = Clock::now();
+  const ParameterStorage storage = deferred                            ? ParameterStorage::deferred
+                                   : resuming && o.model.init_from.empty() ? ParameterStorage::unfilled
+                                                                         : ParameterStorage::allocated;
+  Gpt model = build_model(o, config, device, bf16, storage);
   auto params = parameters_of(*model);
   // What checkpoints record and check (before attach: fsdp frees the parameters' storage).
   const std::vector<ParamShape> layout = param_layout(*model);
   dist::Strategy::ParameterInit init;
-  if (deferred) init = [&model](size_t i, at::Tensor v) { model->init_parameter(i, v); };
+  if (deferred && resuming) init = [](size_t, const at::Tensor&) {};  // the checkpoint's values
+  if (deferred && !resuming) init = [&model](size_t i, at::Tensor v) { model->init_parameter(i, v); };
   strategy->attach(params, model->parameter_units(), init);
   if (UnitHooks* hooks = strategy->unit_hooks()) model->set_unit_hooks(hooks);  // fsdp
+  startup.model_seconds = seconds_since(model_start);
   int64_t first_step = 0;
   if (!resume_from.empty()) {
-    first_step =
-        resume_training(resume_from, resume, o, config, B, T, layout, *strategy, *data.train);
+    first_step = resume_training(resume_from, resume, o, config, B, T, layout, *strategy,
+                                 *data.train, startup);
   }
 
   MetricsLog metrics;

@@ -75,9 +75,10 @@ using PiecesFor = std::function<std::vector<dist::StatePiece>(const Checkpoint&)
 // Collective over `group`: loads the first of `candidates` (newest first) that is whole into the
 // pieces `pieces_for` gives, and restores the CPU generator's state. Whole: the manifest reads,
 // every file is there with its size (checked before anything is read), and every file's SHA-256,
-// computed while it is read, is the manifest's. Each file is read once per rank that needs it,
-// streamed from the disk into the pieces and hashed on the way (checkpoint/shard_reader.h); file
-// i is also read by rank i mod W, which names it when it is damaged. Every rank agrees on the
+// computed while it is read, is the manifest's. File i is verified by rank i mod W, which names it
+// when it is damaged: it streams the whole file from the disk, hashes it on the way
+// (checkpoint/shard_reader.h) and reads its own pieces straight from the stream; a rank that
+// needs pieces of a file another rank verifies reads only their bytes, after its own files. Every rank agrees on the
 // choice. For each checkpoint skipped, one warning line on stderr per bad file names it and what
 // is wrong with it. Nothing when none is whole.
 std::optional<Checkpoint> load_checkpoint(const std::vector<std::filesystem::path>& candidates,

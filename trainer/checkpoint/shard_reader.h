@@ -58,6 +58,11 @@ class ShardReader {
   // memory. Once only. Throws hpc::UserError when the file ends before a range.
   ShardDigest read_all(std::vector<ByteRange> ranges);
 
+  // Reads only the byte ranges (disjoint; any order), not hashed: the ranges a rank needs from a
+  // file that another rank verifies whole (read_all). Ranges go to their `direct` memory or their
+  // taker as in read_all. Throws hpc::UserError when the file ends before a range.
+  void read_ranges(std::vector<ByteRange> ranges) const;
+
   // One tensor's bytes read on their own, not hashed (the RNG state a rank needs from a file that
   // another rank verifies). Throws hpc::UserError when the file is shorter.
   std::string read_unverified(const TensorEntry& t) const;
