@@ -446,8 +446,9 @@ std::map<size_t, std::vector<PieceCopy>> plan_copies(const Manifest& m,
 
 // This rank's part of loading `cp` into `pieces`: each file it verifies (file i: rank i mod W),
 // read whole once and verified while its ranges are copied, then the byte ranges its pieces need
-// from the other files; the CPU generator's state. Returns whether every rank found its files whole (the rank verifying a
-// damaged file warns); when not, the pieces are partly filled and the next candidate refills them.
+// from the other files; the CPU generator's state. Returns whether every rank found its files whole
+// (the rank verifying a damaged file warns); when not, the pieces are partly filled and the next
+// candidate refills them.
 bool load_verified(Checkpoint& cp, const std::vector<dist::StatePiece>& pieces,
                    dist::ProcessGroup& group, const std::string& then) {
   torch::NoGradGuard no_grad;
@@ -476,15 +477,15 @@ bool load_verified(Checkpoint& cp, const std::vector<dist::StatePiece>& pieces,
       const fs::path file = cp.dir / m.files[f].name;
       const auto& mine = it == copies.end() ? std::vector<PieceCopy>{} : it->second;
       std::string* rng_out = f == rng_file ? &rng : nullptr;
-      const std::string what = verifier
-                                   ? read_verified(file, m.files[f], mine, m.rng_tensor, rng_out, cp)
-                                   : read_needed(file, mine, m.rng_tensor, rng_out);
+      const std::string what =
+          verifier ? read_verified(file, m.files[f], mine, m.rng_tensor, rng_out, cp)
+                   : read_needed(file, mine, m.rng_tensor, rng_out);
       rng_read = rng_read || f == rng_file;
       if (what.empty()) continue;
       bad = true;
       if (verifier) {
-        warn(fmt::format("{}: {}; skipping checkpoint {}, {}", file.string(), what,
-                         cp.dir.string(), then));
+        warn(fmt::format("{}: {}; skipping checkpoint {}, {}", file.string(), what, cp.dir.string(),
+                         then));
       }
     }
   }

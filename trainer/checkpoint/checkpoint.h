@@ -78,9 +78,9 @@ using PiecesFor = std::function<std::vector<dist::StatePiece>(const Checkpoint&)
 // computed while it is read, is the manifest's. File i is verified by rank i mod W, which names it
 // when it is damaged: it streams the whole file from the disk, hashes it on the way
 // (checkpoint/shard_reader.h) and reads its own pieces straight from the stream; a rank that
-// needs pieces of a file another rank verifies reads only their bytes, after its own files. Every rank agrees on the
-// choice. For each checkpoint skipped, one warning line on stderr per bad file names it and what
-// is wrong with it. Nothing when none is whole.
+// needs pieces of a file another rank verifies reads only their bytes, after its own files. Every
+// rank agrees on the choice. For each checkpoint skipped, one warning line on stderr per bad file
+// names it and what is wrong with it. Nothing when none is whole.
 std::optional<Checkpoint> load_checkpoint(const std::vector<std::filesystem::path>& candidates,
                                           const PiecesFor& pieces_for, dist::ProcessGroup& group);
 

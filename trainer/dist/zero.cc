@@ -132,8 +132,12 @@ std::vector<StatePiece> ShardedAdamW::pieces_to_load() {
   for (int r = 0; r < comm_.world(); ++r) {
     if (r == comm_.rank()) continue;
     for (const auto& s : shards_.of_rank[size_t(r)]) {
-      out.push_back({s.param, s.param_offset, s.length,
-                     piece(params_[s.param].detach(), s.param_offset, s.length), {}, {}});
+      out.push_back({s.param,
+                     s.param_offset,
+                     s.length,
+                     piece(params_[s.param].detach(), s.param_offset, s.length),
+                     {},
+                     {}});
     }
   }
   return out;
