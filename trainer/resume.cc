@@ -110,7 +110,7 @@ int64_t resume_training(const std::vector<fs::path>& candidates, const std::stri
   if (rank == 0) {
     std::puts(fmt::format("resumed from {} at step {} (saved by {} rank(s) with {}; verified "
                           "and loaded in {:.2f} s; files read in {:.2f} s, CPU {:.2f} s, "
-                          "SHA-256 {:.2f} s beside the reads, waited for {:.2f} s; after the "
+                          "SHA-256 {:.2f} CPU s beside the reads, waited for {:.2f} s; after the "
                           "reads {:.2f} s; before the resume: start-up {:.2f} s, model and "
                           "optimiser {:.2f} s)",
                           cp->dir.string(), m.next_step, m.world, m.strategy, loaded,

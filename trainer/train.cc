@@ -328,12 +328,12 @@ fs::path write_checkpoint(const TrainOptions& o, int64_t step, const GptConfig& 
   const auto saved = save_checkpoint(o.checkpoint_dir, info, strategy.pieces_to_save(),
                                      DataPosition{train_data.shard(), train_data.position()}, ranks,
                                      o.keep_checkpoints);
-  print0(
-      ranks.rank(),
-      fmt::format("step {:5d} | checkpoint {} ({:.1f} MB in {} files, {:.2f} s; SHA-256 {:.2f} s "
-                  "beside the writes, waited for {:.2f} s)",
-                  step, saved.dir.string(), double(saved.bytes) / 1e6, ranks.world(),
-                  seconds_since(c0), saved.hash_seconds, saved.hash_wait_seconds));
+  print0(ranks.rank(),
+         fmt::format(
+             "step {:5d} | checkpoint {} ({:.1f} MB in {} files, {:.2f} s; SHA-256 {:.2f} CPU s "
+             "beside the writes, waited for {:.2f} s)",
+             step, saved.dir.string(), double(saved.bytes) / 1e6, ranks.world(), seconds_since(c0),
+             saved.hash_seconds, saved.hash_wait_seconds));
   return saved.dir;
 }
 

@@ -38,7 +38,8 @@ std::vector<ParamShape> param_layout(GptImpl& model);
 struct SavedCheckpoint {
   std::filesystem::path dir;
   uint64_t bytes = 0;
-  // This rank's seconds in SHA-256 (on a second thread, beside the writes) and waiting for it.
+  // This rank's CPU seconds in SHA-256 (on other threads, beside the writes) and seconds waiting
+  // for it.
   double hash_seconds = 0, hash_wait_seconds = 0;
 };
 SavedCheckpoint save_checkpoint(const std::filesystem::path& dir, Manifest info,
@@ -61,9 +62,9 @@ Manifest read_manifest(const std::filesystem::path& checkpoint_dir);
 struct Checkpoint {
   std::filesystem::path dir;
   Manifest manifest;
-  // This rank's seconds reading the files, in SHA-256 (on other threads, beside the reads;
-  // summed over them) and waiting for it; the CPU seconds (user + system, all threads) the
-  // process spent meanwhile, which a busy machine's other processes do not change.
+  // This rank's seconds reading the files, its CPU seconds in SHA-256 (on other threads, beside
+  // the reads; summed over them) and seconds waiting for it; the CPU seconds (user + system, all
+  // threads) the process spent meanwhile, which a busy machine's other processes do not change.
   double read_seconds = 0, hash_seconds = 0, hash_wait_seconds = 0, read_cpu_seconds = 0;
 };
 

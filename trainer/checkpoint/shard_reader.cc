@@ -151,11 +151,11 @@ ShardDigest ShardReader::read_all(std::vector<ByteRange> ranges) {
     if (!chunked && !jobs.empty()) prev = jobs.back().done;
     auto job = [spans = std::move(spans), prev, chunked, &whole] {
       if (prev.valid()) prev.wait();
-      const auto t0 = std::chrono::steady_clock::now();
+      const double t0 = thread_cpu_seconds();
       Sha256 own;
       Sha256& sha = chunked ? own : whole;
       for (const Span& s : spans) sha.update(s.p, s.n);
-      return Hashed{chunked ? own.hex_digest() : std::string(), seconds_since(t0)};
+      return Hashed{chunked ? own.hex_digest() : std::string(), thread_cpu_seconds() - t0};
     };
     jobs.push_back({std::move(buf), std::async(std::launch::async, std::move(job)).share()});
   };

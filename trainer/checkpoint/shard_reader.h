@@ -32,7 +32,7 @@ struct ByteRange {
 };
 
 // The file's SHA-256 (hex): of each chunk of chunk_bytes (the last one shorter), or, with
-// chunk_bytes 0, of the whole file in `sha256`; its size, the seconds SHA-256 took (on other
+// chunk_bytes 0, of the whole file in `sha256`; its size, the CPU seconds SHA-256 took (on other
 // threads, beside the reads; summed over them) and the seconds the reader waited for it.
 struct ShardDigest {
   std::string sha256;
