@@ -109,7 +109,10 @@ for ((rep = 0; rep < REPEATS; rep++)); do
     got[$c,dd]+=" $dd_s" got[$c,ddcpu]+=" $dd_cpu" got[$c,total]+=" $total"
     got[$c,ratio]+=" $(ratio "$total" "$dd_s")" got[$c,read]+=" $(after "$log" 'read in')"
     got[$c,sha]+=" $(after "$log" 'SHA-256')" got[$c,wait]+=" $(after "$log" 'waited for')"
-    got[$c,cpu]+=" $(after "$log" 'CPU')" got[$c,other]+=" $(after "$log" 'after the reads')"
+    other=$(after "$log" 'after the reads') read_s=$(after "$log" 'read in')
+    # An older hpctrain's line lacks it: what followed the reads is the rest of the load.
+    [[ $other != - || $read_s == - ]] || other=$(calc "$total - $read_s")
+    got[$c,cpu]+=" $(after "$log" 'CPU')" got[$c,other]+=" $other"
     got[$c,init]+=" $(after "$log" 'model and optimiser')" got[$c,process]+=" $process_s"
   done
 done
