@@ -9,7 +9,8 @@
 # checkpoint's own files (one dd per file, all at once, as the ranks read them), measured just
 # before it. Both read cold: the files' pages are dropped from the page cache before each (dd
 # iflag=nocache, posix_fadvise DONTNEED on the files only, so other users of the machine keep
-# theirs), as after a requeue on another node. The page cache of the machine's host (a VM's disk
+# theirs; fincore shows none of the files' pages resident after it), as after a requeue on another
+# node. The page cache of the machine's host (a VM's disk
 # cache) is not dropped: it serves dd and the resume alike.
 #
 # The machine may be shared: the resumes run REPEATS times (default 3), alternating with their dd
