@@ -1,19 +1,29 @@
 #!/usr/bin/env bash
 # Sharded checkpoints of GPT-2 124M on this machine (CPU), measured against the disk they land
 # on: the save (parameters + AdamW moments, ~1.5 GB, hashed while written) and the resume (each
-# file streamed from the disk, hashed while read, verified) at W=1 and W=2, the resumes across
-# world sizes, and `hpctrain export`. In the same run, dd writes the same bytes with fsync and
-# reads them back with the page cache dropped, so that each figure is also a ratio to the disk's
-# own time for the same bytes, which is what to compare between runs on a shared machine.
-# Before every resume the checkpoint's files are dropped from the page cache (dd iflag=nocache),
-# so a resume reads from the disk as after a requeue on another node.
-# hpctrain prints the save and resume seconds and (since SHA-256 comes from libcrypto) the
-# seconds in SHA-256 and waiting for it; this script runs the cases and collects them.
-# Usage: bench/checkpoint_bench.sh [PATH/TO/hpctrain]   (MODEL=mini for a 4x smaller run)
+# file verified by one rank, streamed from the disk and hashed; the other ranks read only the
+# bytes they need) at W=1 and W=2, the resumes across world sizes, and `hpctrain export`.
+#
+# Like with like: every disk figure is dd on the same bytes in the same run. A save is compared
+# with dd writing as many bytes with fsync, measured just before it; a resume with dd reading the
+# checkpoint's own files (one dd per file, all at once, as the ranks read them), measured just
+# before it. Both read cold: the files' pages are dropped from the page cache before each (dd
+# iflag=nocache, posix_fadvise DONTNEED on the files only, so other users of the machine keep
+# theirs; fincore shows none of the files' pages resident after it), as after a requeue on another
+# node. The page cache of the machine's host (a VM's disk
+# cache) is not dropped: it serves dd and the resume alike.
+#
+# The machine may be shared: the resumes run REPEATS times (default 3), alternating with their dd
+# reads (dd, resume, dd, resume, ...), and the table gives medians (the ratio: the median of each
+# resume's ratio to the dd read just before it) and CPU seconds, which other load does not change.
+#
+# Usage: bench/checkpoint_bench.sh [PATH/TO/hpctrain]   (MODEL=mini for a 4x smaller run,
+#        REPEATS=5 for more resumes per case). An older hpctrain's missing figures print as "-".
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 HPCTRAIN=${1:-$here/../build/trainer/hpctrain}
 MODEL=${MODEL:-gpt2}
+REPEATS=${REPEATS:-3}
 work=$(mktemp -d "${TMPDIR:-/tmp}/checkpoint-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=1
@@ -21,78 +31,111 @@ for i in $(seq 1 200); do echo "line $i: the quick brown fox jumps over the lazy
 common=(--data "$work/corpus.txt" --model "$MODEL" --micro-batch 1 --seq-len 64
         --total-batch-tokens 128 --eval-every 0 --threads 1 --warmup-steps 1)
 port=$((20000 + RANDOM % 20000))
+TIMEFORMAT='%R %U %S'  # bash's time: wall, user and system seconds
 
-run() {  # WORLD STRATEGY LOG [args]: rank 0's output in LOG
-  local world=$1 strategy=$2 log=$3 pids=() r
+run() {  # WORLD STRATEGY LOG [args]: rank 0's output in LOG, the wall and CPU seconds in LOG.time
+  local world=$1 strategy=$2 log=$3 r
   shift 3
   port=$((port + 1))
-  for ((r = 0; r < world; r++)); do
-    RANK=$r WORLD_SIZE=$world LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-      "$HPCTRAIN" train "${common[@]}" --strategy "$strategy" "$@" >"$log.$r" 2>&1 &
-    pids+=($!)
-  done
-  for r in "${pids[@]}"; do wait "$r"; done
+  {
+    time {
+      for ((r = 0; r < world; r++)); do
+        RANK=$r WORLD_SIZE=$world LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+          "$HPCTRAIN" train "${common[@]}" --strategy "$strategy" "$@" >"$log.$r" 2>&1 &
+      done
+      wait
+    }
+  } 2>"$log.time"
   cp "$log.0" "$log"
 }
 
-now() { date +%s.%N; }
 calc() { echo "scale=4; $*" | bc; }
 uncache() { local f; for f in "$@"; do dd if="$f" iflag=nocache count=0 status=none; done; }
-# The number after "WORDS " on rank 0's line in LOG, or "-" (hpctrain before libcrypto printed
-# neither the seconds in SHA-256 nor the seconds reading the files).
+# The number after "WORDS " on rank 0's line in LOG, or "-" (an older hpctrain's line lacks it).
 after() { grep -o "$2 [0-9.]*" "$1" | head -n 1 | awk '{print $NF}' | grep . || echo -; }
-ratio() { if [[ $1 == - ]]; then echo -; else printf '%.2fx' "$(calc "$1 / $2")"; fi; }
-share() { if [[ $1 == - ]]; then echo -; else printf '%.0f%%' "$(calc "100 * $1 / $2")"; fi; }
-# NAME LOG DISK_SECONDS: the whole save or resume and its ratio to the disk's time for the same
-# bytes; for a resume also the part reading the files (the rest: the strategy's all-gather);
-# SHA-256's seconds (beside the writes or reads) and the seconds waited for it, as a share; for
-# a resume the process's CPU seconds reading the files (all threads), against dd's CPU seconds:
-# a figure the machine's other load does not change.
-row() {
-  local total files sha wait cpu
-  total=$(after "$2" 'files,')
-  [[ $total != - ]] || total=$(after "$2" 'loaded in')
-  files=$(after "$2" 'read in') sha=$(after "$2" 'SHA-256') wait=$(after "$2" 'waited for')
-  cpu=$(after "$2" 'CPU')
-  printf '%-26s %6.2f s %6s disk | files %5s s %6s disk | SHA-256 %5s s, waited %5s s (%s)' \
-    "$1" "$total" "$(ratio "$total" "$3")" "$files" "$(ratio "$files" "$3")" "$sha" "$wait" \
-    "$(share "$wait" "$total")"
-  if [[ $cpu != - ]]; then printf ' | CPU %5s s, dd %.2f s' "$cpu" "$disk_read_cpu"; fi
-  echo
+median() { tr ' ' '\n' | grep -v '^-*$' | sort -g | awk '{v[NR]=$1} END {print NR ? v[int((NR+1)/2)] : "-"}'; }
+fmt2() { if [[ $1 == - ]]; then echo -; else printf '%.2f' "$1"; fi; }
+ratio() { if [[ $1 == - ]]; then echo -; else printf '%.2f' "$(calc "$1 / $2")"; fi; }
+
+# dd reading FILES at once (one dd each): "wall cpu" in seconds, the files' pages dropped first.
+disk_read() {
+  uncache "$@"
+  local f
+  { time { for f in "$@"; do dd if="$f" of=/dev/null bs=8M status=none & done; wait; }; } 2>"$work/dd.time"
+  awk '{print $1, $2 + $3}' "$work/dd.time"
+}
+# dd writing the bytes of FILE with fsync: seconds.
+disk_write() {
+  { time dd if="$1" of="$work/dd.bin" bs=8M conv=fsync status=none; } 2>"$work/dd.time"
+  rm -f "$work/dd.bin"
+  awk '{print $1}' "$work/dd.time"
 }
 
-echo "hpctrain $HPCTRAIN, model $MODEL, load average before: $(cut -d' ' -f1 /proc/loadavg) on $(getconf _NPROCESSORS_ONLN) cores"
+echo "hpctrain $HPCTRAIN, model $MODEL, $REPEATS resumes per case, load average before:" \
+  "$(cut -d' ' -f1 /proc/loadavg) on $(getconf _NPROCESSORS_ONLN) cores"
+
+# --- saves, each followed by dd writing the same bytes (the W=1 checkpoint's file) with fsync.
 run 1 none "$work/save1" --max-steps 1 --checkpoint-at-end --checkpoint-dir "$work/ck1"
+ck1=$(ls -d "$work"/ck1/step_*)
+write1=$(disk_write "$ck1/rank00000.safetensors")
 run 2 zero2 "$work/save2" --max-steps 1 --checkpoint-at-end --checkpoint-dir "$work/ck2"
-ck1=$(ls -d "$work"/ck1/step_*) ck2=$(ls -d "$work"/ck2/step_*)
+ck2=$(ls -d "$work"/ck2/step_*)
+write2=$(disk_write "$ck1/rank00000.safetensors")
 bytes=$(du -cb "$ck1"/*.safetensors | tail -n 1 | cut -f1)
-
-# The disk: the same bytes written with fsync, then read back from the disk.
-t0=$(now); dd if="$ck1/rank00000.safetensors" of="$work/dd.bin" bs=8M conv=fsync status=none; t1=$(now)
-disk_write=$(calc "$t1 - $t0")
-uncache "$work/dd.bin"
-TIMEFORMAT='%R %U %S'  # bash's time: wall, user and system seconds
-{ time dd if="$work/dd.bin" of=/dev/null bs=8M status=none; } 2>"$work/dd.time"
-disk_read=$(awk '{print $1}' "$work/dd.time")
-disk_read_cpu=$(awk '{print $2 + $3}' "$work/dd.time")
-rm -f "$work/dd.bin"
-printf 'disk (dd, %d MB)            write+fsync %.2f s (%.0f MB/s), read %.2f s (%.0f MB/s, CPU %.2f s)\n' \
-  "$((bytes / 1000000))" "$disk_write" "$(calc "$bytes / 1000000 / $disk_write")" "$disk_read" \
-  "$(calc "$bytes / 1000000 / $disk_read")" "$disk_read_cpu"
-
-row "save   W=1 none" "$work/save1" "$disk_write"
-row "save   W=2 zero2" "$work/save2" "$disk_write"
-resume() {  # NAME WORLD STRATEGY CHECKPOINT
-  uncache "$4"/*.safetensors
-  run "$2" "$3" "$work/load" --max-steps 1 --resume "$4"
-  row "$1" "$work/load" "$disk_read"
+printf '\n%-26s %8s %8s %7s | %9s %9s %7s\n' "save ($((bytes / 1000000)) MB)" "save s" "dd s" "ratio" \
+  "SHA-256" "waited s" "waited"
+save_row() {  # NAME LOG DISK_SECONDS
+  local total sha wait
+  total=$(after "$2" 'files,') sha=$(after "$2" 'SHA-256') wait=$(after "$2" 'waited for')
+  printf '%-26s %8s %8s %6sx | %9s %9s %6s%%\n' "$1" "$(fmt2 "$total")" "$(fmt2 "$3")" \
+    "$(ratio "$total" "$3")" "$(fmt2 "$sha")" "$(fmt2 "$wait")" \
+    "$([[ $wait == - ]] && echo - || printf '%.0f' "$(calc "100 * $wait / $total")")"
 }
-resume "resume W=1 none  from W=1" 1 none "$ck1"
-resume "resume W=2 zero2 from W=2" 2 zero2 "$ck2"
-resume "resume W=1 none  from W=2" 1 none "$ck2"
-resume "resume W=2 zero2 from W=1" 2 zero2 "$ck1"
+save_row "save   W=1 none" "$work/save1" "$write1"
+save_row "save   W=2 zero2" "$work/save2" "$write2"
+
+# --- resumes: CASE = "NAME|WORLD|STRATEGY|CHECKPOINT"
+cases=("resume W=1 none  from W=1|1|none|$ck1" "resume W=2 zero2 from W=2|2|zero2|$ck2"
+       "resume W=1 none  from W=2|1|none|$ck2" "resume W=2 zero2 from W=1|2|zero2|$ck1")
+declare -A got
+for ((rep = 0; rep < REPEATS; rep++)); do
+  for c in "${!cases[@]}"; do
+    IFS='|' read -r _ world strategy ck <<<"${cases[$c]}"
+    read -r dd_s dd_cpu < <(disk_read "$ck"/*.safetensors)
+    uncache "$ck"/*.safetensors
+    run "$world" "$strategy" "$work/load" --max-steps 1 --resume "$ck"
+    log=$work/load
+    total=$(after "$log" 'loaded in')
+    read -r process_s _ < "$log.time"
+    got[$c,dd]+=" $dd_s" got[$c,ddcpu]+=" $dd_cpu" got[$c,total]+=" $total"
+    got[$c,ratio]+=" $(ratio "$total" "$dd_s")" got[$c,read]+=" $(after "$log" 'read in')"
+    got[$c,sha]+=" $(after "$log" 'SHA-256')" got[$c,wait]+=" $(after "$log" 'waited for')"
+    other=$(after "$log" 'after the reads') read_s=$(after "$log" 'read in')
+    # An older hpctrain's line lacks it: what followed the reads is the rest of the load.
+    [[ $other != - || $read_s == - ]] || other=$(calc "$total - $read_s")
+    got[$c,cpu]+=" $(after "$log" 'CPU')" got[$c,other]+=" $other"
+    got[$c,init]+=" $(after "$log" 'model and optimiser')" got[$c,process]+=" $process_s"
+  done
+done
+m() { echo "${got[$1,$2]}" | median; }
+printf '\n%-26s %8s %8s %7s | %6s %8s %6s %7s %6s %6s | %9s\n' "resume (medians)" "resume s" \
+  "dd s" "ratio" "read s" "SHA-256" "waited" "other s" "CPU s" "dd CPU" "process s"
+printf '%-26s %8s %8s %7s | %6s %8s %6s %7s %6s %6s | %9s\n' "" "" "" "" "" "CPU s" "s" "" "" "" \
+  "(init s)"
+for c in "${!cases[@]}"; do
+  printf '%-26s %8s %8s %6sx | %6s %8s %6s %7s %6s %6s | %5s (%s)\n' "${cases[$c]%%|*}" \
+    "$(fmt2 "$(m "$c" total)")" "$(fmt2 "$(m "$c" dd)")" "$(fmt2 "$(m "$c" ratio)")" \
+    "$(fmt2 "$(m "$c" read)")" "$(fmt2 "$(m "$c" sha)")" "$(fmt2 "$(m "$c" wait)")" \
+    "$(fmt2 "$(m "$c" other)")" "$(fmt2 "$(m "$c" cpu)")" "$(fmt2 "$(m "$c" ddcpu)")" \
+    "$(fmt2 "$(m "$c" process)")" "$(fmt2 "$(m "$c" init)")"
+done
+echo "resume s: verified and loaded (the files read, then what follows: 'other s', e.g. an"
+echo "all-gather); ratio: median of resume s / dd s, each resume against the dd read just before"
+echo "it; SHA-256: CPU seconds hashing (older hpctrain: thread seconds); CPU s: the process's CPU"
+echo "seconds while reading; process s: the whole run, start-up to exit (init s: model and optimiser)"
 uncache "$ck2"/*.safetensors
-start=$(now)
-"$HPCTRAIN" export --from "$ck2" --to "$work/hf" --threads 1 >/dev/null
-printf 'export of the W=2 checkpoint: %.2f s (verify + load + write %d MB)\n' "$(calc "$(now) - $start")" \
-  "$(du -m "$work/hf/model.safetensors" | cut -f1)"
+{ time "$HPCTRAIN" export --from "$ck2" --to "$work/hf" --threads 1 >/dev/null; } 2>"$work/export.time"
+printf '\nexport of the W=2 checkpoint: %.2f s (verify + load + write %d MB)\n' \
+  "$(awk '{print $1}' "$work/export.time")" "$(du -m "$work/hf/model.safetensors" | cut -f1)"
+load=$(cut -d' ' -f1 /proc/loadavg)
+echo "load average after: $load"

@@ -23,6 +23,7 @@
 #include "model/model.h"
 #include "optim/optim.h"
 #include "optim/schedule.h"
+#include "resume.h"
 
 #if HPC_TORCH_CUDA
 #include <c10/cuda/CUDAFunctions.h>
@@ -165,27 +166,6 @@ void check_seq_len(int64_t T, const GptConfig& c) {
   }
 }
 
-// A checkpoint for another model or batch shape is refused (the world size, the micro-batch and
-// so the accumulation may change: the steps see the same sequences).
-void check_resumable(const Manifest& m, const fs::path& dir, const GptConfig& config, int64_t T,
-                     int64_t total_batch_tokens) {
-  const std::string where = (dir / "manifest.json").string();
-  if (!(m.config == config)) {
-    throw UserError(where,
-                    fmt::format("checkpoint is for model {}, the flags say {}", describe(m.config),
-                                describe(config)),
-                    "resume with the same model flags");
-  }
-  if (m.seq_len != T || m.total_batch_tokens != total_batch_tokens) {
-    throw UserError(
-        where,
-        fmt::format("checkpoint has seq-len {} and total batch {} tokens; this run has {} and {}",
-                    m.seq_len, m.total_batch_tokens, T, total_batch_tokens),
-        "resume with the same --seq-len and --total-batch-tokens (the world size and "
-        "--micro-batch may change)");
-  }
-}
-
 void print0(int rank, const std::string& line) {
   if (rank != 0) return;
   std::fputs(line.c_str(), stdout);
@@ -238,42 +218,6 @@ TrainData open_data(const TrainOptions& o, const dist::Rendezvous& rdv, const Gp
   return d;
 }
 
-// Which checkpoints a resume may use (newest first; none without one to resume). The newest
-// readable one is checked against the flags before anything is built; which one is used is
-// decided once the ranks can agree (load_checkpoint: a damaged one is skipped for the previous).
-std::vector<fs::path> resume_candidates(const TrainOptions& o, const std::string& resume,
-                                        const GptConfig& config, int64_t T, int rank) {
-  std::vector<fs::path> candidates;
-  if (resume == "auto") {
-    candidates = list_checkpoints(o.checkpoint_dir);
-    if (candidates.empty() && has_single_file_checkpoints(o.checkpoint_dir) && rank == 0) {
-      std::fputs(fmt::format("hpctrain: warning: {} holds only checkpoints of the earlier "
-                             "single-file format (ckpt_*.safetensors), which this hpctrain does "
-                             "not read; starting from step 0\n",
-                             o.checkpoint_dir)
-                     .c_str(),
-                 stderr);
-    }
-  } else if (!resume.empty()) {
-    candidates = checkpoints_at(resume);
-    if (candidates.empty()) {
-      throw UserError("--resume", fmt::format("no checkpoint at {}", resume),
-                      "give a checkpoint (DIR/step_NNNNNNNN) or a directory of them, or auto");
-    }
-  }
-  for (const auto& c : candidates) {
-    std::optional<Manifest> m;
-    try {
-      m = read_manifest(c);
-    } catch (const UserError&) {
-      continue;  // damaged: load_checkpoint reports it and falls back
-    }
-    check_resumable(*m, c, config, T, o.total_batch_tokens);
-    break;
-  }
-  return candidates;
-}
-
 at::Device set_up_device(const RuntimeOptions& r, int local_rank) {
   set_threads(r);
   const at::Device device = pick_device(r.device, local_rank);
@@ -286,7 +230,8 @@ at::Device set_up_device(const RuntimeOptions& r, int local_rank) {
   return device;
 }
 
-dist::StrategyOptions strategy_options(const TrainOptions& o, const at::Device& device) {
+dist::StrategyOptions strategy_options(const TrainOptions& o, const at::Device& device,
+                                       bool resuming) {
   dist::StrategyOptions so;
   so.name = o.strategy;
   so.timeout_s = o.dist_timeout_s;
@@ -295,15 +240,20 @@ dist::StrategyOptions strategy_options(const TrainOptions& o, const at::Device& 
   so.device = device.str();
   so.bf16_params = use_bf16(o.runtime.precision, device);
   so.adamw = AdamWOptions{o.beta1, o.beta2, o.eps, o.weight_decay};
+  so.parameters_from_checkpoint = resuming;
   return so;
 }
 
-// The model on its device: initialised from --seed, or Hugging Face weights (--init-from). With
-// `deferred` the parameters get no storage here: the strategy materialises them (attach).
+// The model on its device: initialised from --seed, or Hugging Face weights (--init-from), or
+// left for the checkpoint a resume loads. With `deferred` the parameters get no storage here:
+// the strategy materialises them (attach).
 Gpt build_model(const TrainOptions& o, const GptConfig& config, const at::Device& device, bool bf16,
-                bool deferred) {
+                bool deferred, bool resuming) {
   torch::manual_seed(o.seed);
-  Gpt model(config, deferred ? ParameterStorage::deferred : ParameterStorage::allocated);
+  const bool unfilled = resuming && o.model.init_from.empty();
+  Gpt model(config, deferred   ? ParameterStorage::deferred
+                    : unfilled ? ParameterStorage::unfilled
+                               : ParameterStorage::allocated);
   if (!o.model.init_from.empty()) load_hf_weights(o.model.init_from, *model);
   if (deferred) {
     for (auto& b : model->buffers()) b.set_data(b.to(device));
@@ -313,52 +263,6 @@ Gpt build_model(const TrainOptions& o, const GptConfig& config, const at::Device
   model->set_head_chunk_rows(head_chunk_rows(o.runtime, device));
   if (bf16) model->set_head_matmul_dtype(at::kBFloat16);
   return model;
-}
-
-// Fills the strategy's state (parameters, optimiser) from the newest whole checkpoint of
-// `candidates` and moves the training data to where it stood. Returns the step to go on from.
-int64_t resume_training(const std::vector<fs::path>& candidates, const std::string& resume,
-                        const TrainOptions& o, const GptConfig& config, int64_t B, int64_t T,
-                        const std::vector<ParamShape>& layout, dist::Strategy& strategy,
-                        DataIterator& train_data) {
-  const auto r0 = Clock::now();
-  dist::ProcessGroup& ranks = strategy.group();
-  const int rank = ranks.rank();
-  const auto cp = load_checkpoint(
-      candidates,
-      [&](const Checkpoint& c) {
-        check_resumable(c.manifest, c.dir, config, T, o.total_batch_tokens);
-        if (c.manifest.params != layout) {
-          throw UserError((c.dir / "manifest.json").string(),
-                          "its parameter names or shapes are not the model's",
-                          "resume with the same model flags");
-        }
-        return strategy.pieces_to_load();
-      },
-      ranks);
-  if (!cp) {
-    throw UserError(resume == "auto" ? o.checkpoint_dir : resume,
-                    fmt::format("none of the {} checkpoint(s) is whole (see the warnings above)",
-                                candidates.size()),
-                    "resume from another copy, or start afresh without --resume");
-  }
-  const Manifest& m = cp->manifest;
-  strategy.set_optimizer_steps(m.optimizer_steps);
-  strategy.after_load();
-  // The data: each rank where it stood, or, with another world size or micro-batch, where the
-  // world stood (rank 0's position) plus this rank's offset.
-  if (m.world == ranks.world() && m.micro_batch == B) {
-    train_data.seek(m.files[size_t(rank)].data.shard, m.files[size_t(rank)].data.position);
-  } else {
-    train_data.seek(m.files[0].data.shard, m.files[0].data.position + B * T * rank);
-  }
-  print0(rank, fmt::format("resumed from {} at step {} (saved by {} rank(s) with {}; verified "
-                           "and loaded in {:.2f} s; files read in {:.2f} s, CPU {:.2f} s, "
-                           "SHA-256 {:.2f} s beside the reads, waited for {:.2f} s)",
-                           cp->dir.string(), m.next_step, m.world, m.strategy, seconds_since(r0),
-                           cp->read_seconds, cp->read_cpu_seconds, cp->hash_seconds,
-                           cp->hash_wait_seconds));
-  return m.next_step;
 }
 
 // ------------------------------------------------------------------------ train: one step
@@ -422,12 +326,12 @@ fs::path write_checkpoint(const TrainOptions& o, int64_t step, const GptConfig& 
   const auto saved = save_checkpoint(o.checkpoint_dir, info, strategy.pieces_to_save(),
                                      DataPosition{train_data.shard(), train_data.position()}, ranks,
                                      o.keep_checkpoints);
-  print0(
-      ranks.rank(),
-      fmt::format("step {:5d} | checkpoint {} ({:.1f} MB in {} files, {:.2f} s; SHA-256 {:.2f} s "
-                  "beside the writes, waited for {:.2f} s)",
-                  step, saved.dir.string(), double(saved.bytes) / 1e6, ranks.world(),
-                  seconds_since(c0), saved.hash_seconds, saved.hash_wait_seconds));
+  print0(ranks.rank(),
+         fmt::format(
+             "step {:5d} | checkpoint {} ({:.1f} MB in {} files, {:.2f} s; SHA-256 {:.2f} CPU s "
+             "beside the writes, waited for {:.2f} s)",
+             step, saved.dir.string(), double(saved.bytes) / 1e6, ranks.world(), seconds_since(c0),
+             saved.hash_seconds, saved.hash_wait_seconds));
   return saved.dir;
 }
 
@@ -466,6 +370,7 @@ int stop_on_signal(int64_t step, bool last, const fs::path& checkpoint, dist::Pr
 // ------------------------------------------------------------------------------------- train
 
 int run_train(const TrainOptions& o) {
+  const auto process_start = Clock::now();
   std::signal(SIGUSR1, request_stop);  // early: the default actions end the process
   std::signal(SIGUSR2, request_stop);
   std::signal(SIGTERM, request_stop);
@@ -487,7 +392,9 @@ int run_train(const TrainOptions& o) {
   const std::string resume = o.resume_mode();
   const auto resume_from = resume_candidates(o, resume, config, T, rdv.rank);
   const at::Device device = set_up_device(o.runtime, rdv.local_rank);
-  auto strategy = dist::make_strategy(strategy_options(o, device), rdv);
+  // A resume fills every parameter from the checkpoint (or fails): nothing to initialise.
+  const bool resuming = !resume_from.empty();
+  auto strategy = dist::make_strategy(strategy_options(o, device, resuming), rdv);
   dist::ProcessGroup& ranks = strategy->group();
   const int rank = ranks.rank();
 
@@ -496,18 +403,25 @@ int run_train(const TrainOptions& o) {
   // keeps its shard (the values are the unsharded model's: GptImpl::init_parameter).
   const bool deferred = strategy->shards_parameters() && o.model.init_from.empty();
   const bool bf16 = use_bf16(o.runtime.precision, device);
-  Gpt model = build_model(o, config, device, bf16, deferred);
+  SecondsBeforeResume before_resume{seconds_since(process_start)};
+  const auto model_start = Clock::now();
+  Gpt model = build_model(o, config, device, bf16, deferred, resuming);
   auto params = parameters_of(*model);
   // What checkpoints record and check (before attach: fsdp frees the parameters' storage).
   const std::vector<ParamShape> layout = param_layout(*model);
   dist::Strategy::ParameterInit init;
-  if (deferred) init = [&model](size_t i, at::Tensor v) { model->init_parameter(i, v); };
+  if (deferred) {  // a resume leaves the values to the checkpoint
+    init = [&model, resuming](size_t i, at::Tensor v) {
+      if (!resuming) model->init_parameter(i, v);
+    };
+  }
   strategy->attach(params, model->parameter_units(), init);
   if (UnitHooks* hooks = strategy->unit_hooks()) model->set_unit_hooks(hooks);  // fsdp
+  before_resume.model = seconds_since(model_start);
   int64_t first_step = 0;
   if (!resume_from.empty()) {
-    first_step =
-        resume_training(resume_from, resume, o, config, B, T, layout, *strategy, *data.train);
+    first_step = resume_training(resume_from, resume, o, config, B, T, layout, *strategy,
+                                 *data.train, before_resume);
   }
 
   MetricsLog metrics;

@@ -326,6 +326,50 @@ std::string problem_of(const UserError& e, const fs::path& file) {
   return what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what;
 }
 
+// The byte ranges of `reader`'s file that fill the `copies`, and the tensor `rng_tensor` into
+// *rng when rng is given, into `ranges`. Returns what is wrong (a tensor missing or of another
+// length than the manifest's), or "".
+std::string byte_ranges(const ShardReader& reader, const fs::path& file,
+                        const std::vector<PieceCopy>& copies, const std::string& rng_tensor,
+                        std::string* rng, std::vector<ByteRange>& ranges) {
+  auto entry = [&](const std::string& key) -> const TensorEntry* {
+    auto it = reader.tensors().find(key);
+    return it == reader.tensors().end() ? nullptr : &it->second;
+  };
+  for (const auto& c : copies) {
+    const TensorEntry* t = entry(c.key);
+    if (!t) return fmt::format("missing tensor '{}'", c.key);
+    const uint64_t es = dtype_size(t->dtype);
+    const c10::ScalarType type = scalar_type_of(t->dtype, file.string());
+    if ((t->end - t->begin) / es != uint64_t(c.saved_length)) {
+      return fmt::format("tensor '{}' has {} elements, the manifest says {}", c.key,
+                         (t->end - t->begin) / es, c.saved_length);
+    }
+    at::Tensor dst = c.dst;
+    ByteRange r{t->begin + uint64_t(c.src_offset) * es,
+                t->begin + uint64_t(c.src_offset + c.length) * es,
+                [dst, es, type](uint64_t at, const char* p, size_t n) {
+                  const int64_t k = int64_t(n / es);
+                  dst.narrow(0, int64_t(at / es), k)
+                      .copy_(torch::from_blob(const_cast<char*>(p), {k},
+                                              torch::TensorOptions().dtype(type)));
+                }};
+    r.unit = es;
+    // The same layout in memory as in the file: read straight into the tensor.
+    if (dst.is_contiguous() && dst.scalar_type() == type && dst.device().is_cpu()) {
+      r.direct = static_cast<char*>(dst.data_ptr());
+    }
+    ranges.push_back(std::move(r));
+  }
+  if (rng) {
+    const TensorEntry* t = entry(rng_tensor);
+    if (!t) return fmt::format("missing tensor '{}'", rng_tensor);
+    ranges.push_back(
+        {t->begin, t->end, [rng](uint64_t, const char* p, size_t n) { rng->append(p, n); }});
+  }
+  return "";
+}
+
 // Reads `file` whole, once: every byte is hashed as it passes, the `copies` are copied into their
 // pieces as they pass, and the tensor `rng_tensor` into *rng when rng is given. Returns what is
 // wrong with the file (its size or SHA-256 not the manifest's `f`, a tensor missing), or "".
@@ -334,41 +378,9 @@ std::string read_verified(const fs::path& file, const ShardFile& f,
                           std::string* rng, Checkpoint& stats) {
   try {
     ShardReader reader(file, f.chunk_bytes);
-    auto entry = [&](const std::string& key) -> const TensorEntry* {
-      auto it = reader.tensors().find(key);
-      return it == reader.tensors().end() ? nullptr : &it->second;
-    };
     std::vector<ByteRange> ranges;
-    for (const auto& c : copies) {
-      const TensorEntry* t = entry(c.key);
-      if (!t) return fmt::format("missing tensor '{}'", c.key);
-      const uint64_t es = dtype_size(t->dtype);
-      const c10::ScalarType type = scalar_type_of(t->dtype, file.string());
-      if ((t->end - t->begin) / es != uint64_t(c.saved_length)) {
-        return fmt::format("tensor '{}' has {} elements, the manifest says {}", c.key,
-                           (t->end - t->begin) / es, c.saved_length);
-      }
-      at::Tensor dst = c.dst;
-      ByteRange r{t->begin + uint64_t(c.src_offset) * es,
-                  t->begin + uint64_t(c.src_offset + c.length) * es,
-                  [dst, es, type](uint64_t at, const char* p, size_t n) {
-                    const int64_t k = int64_t(n / es);
-                    dst.narrow(0, int64_t(at / es), k)
-                        .copy_(torch::from_blob(const_cast<char*>(p), {k},
-                                                torch::TensorOptions().dtype(type)));
-                  }};
-      r.unit = es;
-      // The same layout in memory as in the file: read straight into the tensor.
-      if (dst.is_contiguous() && dst.scalar_type() == type && dst.device().is_cpu()) {
-        r.direct = static_cast<char*>(dst.data_ptr());
-      }
-      ranges.push_back(std::move(r));
-    }
-    if (rng) {
-      const TensorEntry* t = entry(rng_tensor);
-      if (!t) return fmt::format("missing tensor '{}'", rng_tensor);
-      ranges.push_back(
-          {t->begin, t->end, [rng](uint64_t, const char* p, size_t n) { rng->append(p, n); }});
+    if (auto what = byte_ranges(reader, file, copies, rng_tensor, rng, ranges); !what.empty()) {
+      return what;
     }
     const ShardDigest d = reader.read_all(std::move(ranges));
     stats.hash_seconds += d.hash_seconds;
@@ -384,6 +396,24 @@ std::string read_verified(const fs::path& file, const ShardFile& f,
     if (f.chunk_bytes == 0 && d.sha256 != f.sha256) {
       return fmt::format("SHA-256 {} does not match the manifest's {}", d.sha256, f.sha256);
     }
+    return "";
+  } catch (const UserError& e) {
+    return problem_of(e, file);
+  }
+}
+
+// Reads only the byte ranges of `file` that fill the `copies` (and *rng), not hashed: the file is
+// another rank's to verify whole (read_verified), and every rank learns whether it was whole.
+// Returns what is wrong, or "".
+std::string read_needed(const fs::path& file, const std::vector<PieceCopy>& copies,
+                        const std::string& rng_tensor, std::string* rng) {
+  try {
+    ShardReader reader(file);
+    std::vector<ByteRange> ranges;
+    if (auto what = byte_ranges(reader, file, copies, rng_tensor, rng, ranges); !what.empty()) {
+      return what;
+    }
+    reader.read_ranges(std::move(ranges));
     return "";
   } catch (const UserError& e) {
     return problem_of(e, file);
@@ -414,10 +444,11 @@ std::map<size_t, std::vector<PieceCopy>> plan_copies(const Manifest& m,
   return out;
 }
 
-// This rank's part of loading `cp` into `pieces`: each file its pieces overlap, and each file it
-// verifies (file i: rank i mod W), read whole once and verified while its ranges are copied; the
-// CPU generator's state. Returns whether every rank found its files whole (the rank verifying a
-// damaged file warns); when not, the pieces are partly filled and the next candidate refills them.
+// This rank's part of loading `cp` into `pieces`: each file it verifies (file i: rank i mod W),
+// read whole once and verified while its ranges are copied, then the byte ranges its pieces need
+// from the other files; the CPU generator's state. Returns whether every rank found its files whole
+// (the rank verifying a damaged file warns); when not, the pieces are partly filled and the next
+// candidate refills them.
 bool load_verified(Checkpoint& cp, const std::vector<dist::StatePiece>& pieces,
                    dist::ProcessGroup& group, const std::string& then) {
   torch::NoGradGuard no_grad;
@@ -435,20 +466,27 @@ bool load_verified(Checkpoint& cp, const std::vector<dist::StatePiece>& pieces,
   }
   std::string rng;
   bool rng_read = false, bad = false;
-  for (size_t f = 0; f < m.files.size(); ++f) {
-    const auto it = copies.find(f);
-    const bool verifier = f % world == rank;
-    if (!verifier && it == copies.end()) continue;
-    const fs::path file = cp.dir / m.files[f].name;
-    const std::string what =
-        read_verified(file, m.files[f], it == copies.end() ? std::vector<PieceCopy>{} : it->second,
-                      m.rng_tensor, f == rng_file ? &rng : nullptr, cp);
-    rng_read = rng_read || f == rng_file;
-    if (what.empty()) continue;
-    bad = true;
-    if (verifier) {
-      warn(fmt::format("{}: {}; skipping checkpoint {}, {}", file.string(), what, cp.dir.string(),
-                       then));
+  // First the files this rank verifies (file f: rank f mod W), read whole and hashed; then the
+  // ranges it needs from the others' files (by then often in the page cache, read by their
+  // verifiers), only those bytes and not hashed: every rank learns below whether all were whole.
+  for (const bool verify : {true, false}) {
+    for (size_t f = 0; f < m.files.size(); ++f) {
+      const auto it = copies.find(f);
+      const bool verifier = f % world == rank;
+      if (verify != verifier || (!verifier && it == copies.end())) continue;
+      const fs::path file = cp.dir / m.files[f].name;
+      const auto& mine = it == copies.end() ? std::vector<PieceCopy>{} : it->second;
+      std::string* rng_out = f == rng_file ? &rng : nullptr;
+      const std::string what =
+          verifier ? read_verified(file, m.files[f], mine, m.rng_tensor, rng_out, cp)
+                   : read_needed(file, mine, m.rng_tensor, rng_out);
+      rng_read = rng_read || f == rng_file;
+      if (what.empty()) continue;
+      bad = true;
+      if (verifier) {
+        warn(fmt::format("{}: {}; skipping checkpoint {}, {}", file.string(), what, cp.dir.string(),
+                         then));
+      }
     }
   }
   if (rng_file < m.files.size() && !rng_read) {  // verified by the rank that reads it whole

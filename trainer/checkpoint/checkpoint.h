@@ -38,7 +38,8 @@ std::vector<ParamShape> param_layout(GptImpl& model);
 struct SavedCheckpoint {
   std::filesystem::path dir;
   uint64_t bytes = 0;
-  // This rank's seconds in SHA-256 (on a second thread, beside the writes) and waiting for it.
+  // This rank's CPU seconds in SHA-256 (on other threads, beside the writes) and seconds waiting
+  // for it.
   double hash_seconds = 0, hash_wait_seconds = 0;
 };
 SavedCheckpoint save_checkpoint(const std::filesystem::path& dir, Manifest info,
@@ -61,9 +62,9 @@ Manifest read_manifest(const std::filesystem::path& checkpoint_dir);
 struct Checkpoint {
   std::filesystem::path dir;
   Manifest manifest;
-  // This rank's seconds reading the files, in SHA-256 (on other threads, beside the reads;
-  // summed over them) and waiting for it; the CPU seconds (user + system, all threads) the
-  // process spent meanwhile, which a busy machine's other processes do not change.
+  // This rank's seconds reading the files, its CPU seconds in SHA-256 (on other threads, beside
+  // the reads; summed over them) and seconds waiting for it; the CPU seconds (user + system, all
+  // threads) the process spent meanwhile, which a busy machine's other processes do not change.
   double read_seconds = 0, hash_seconds = 0, hash_wait_seconds = 0, read_cpu_seconds = 0;
 };
 
@@ -75,11 +76,12 @@ using PiecesFor = std::function<std::vector<dist::StatePiece>(const Checkpoint&)
 // Collective over `group`: loads the first of `candidates` (newest first) that is whole into the
 // pieces `pieces_for` gives, and restores the CPU generator's state. Whole: the manifest reads,
 // every file is there with its size (checked before anything is read), and every file's SHA-256,
-// computed while it is read, is the manifest's. Each file is read once per rank that needs it,
-// streamed from the disk into the pieces and hashed on the way (checkpoint/shard_reader.h); file
-// i is also read by rank i mod W, which names it when it is damaged. Every rank agrees on the
-// choice. For each checkpoint skipped, one warning line on stderr per bad file names it and what
-// is wrong with it. Nothing when none is whole.
+// computed while it is read, is the manifest's. File i is verified by rank i mod W, which names it
+// when it is damaged: it streams the whole file from the disk, hashes it on the way
+// (checkpoint/shard_reader.h) and reads its own pieces straight from the stream; a rank that
+// needs pieces of a file another rank verifies reads only their bytes, after its own files. Every
+// rank agrees on the choice. For each checkpoint skipped, one warning line on stderr per bad file
+// names it and what is wrong with it. Nothing when none is whole.
 std::optional<Checkpoint> load_checkpoint(const std::vector<std::filesystem::path>& candidates,
                                           const PiecesFor& pieces_for, dist::ProcessGroup& group);
 

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <future>
 #include <thread>
 #include <tuple>
@@ -133,6 +134,12 @@ SafetensorsFile::~SafetensorsFile() {
   if (map_) ::munmap(map_, map_bytes_);
 }
 
+double thread_cpu_seconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
 size_t hash_lanes() {
   return std::clamp<size_t>(std::thread::hardware_concurrency(), 2, kMaxHashLanes);
 }
@@ -147,7 +154,7 @@ std::pair<std::vector<std::string>, double> sha256_chunks(
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t k; (k = next++) < chunks;) {
-      const auto t0 = std::chrono::steady_clock::now();
+      const double t0 = thread_cpu_seconds();
       Sha256 sha;
       const uint64_t begin = k * chunk_bytes, end = std::min(total, begin + chunk_bytes);
       uint64_t at = 0;  // where the part starts in the file
@@ -157,7 +164,7 @@ std::pair<std::vector<std::string>, double> sha256_chunks(
         at += p.size();
       }
       out[k] = sha.hex_digest();
-      seconds[k] = seconds_since(t0);
+      seconds[k] = thread_cpu_seconds() - t0;
     }
   };
   std::vector<std::thread> threads;

@@ -72,16 +72,19 @@ constexpr uint64_t kShardChunkBytes = uint64_t(64) << 20;
 // over 10 GB/s, faster than a disk; a reader holds up to that many 64 MiB buffers).
 constexpr size_t kMaxHashLanes = 8;
 size_t hash_lanes();
+// The CPU seconds of the calling thread so far: what hashing costs, which other processes on a
+// busy machine do not inflate (they only make it wait, which the wait seconds show).
+double thread_cpu_seconds();
 
 // The SHA-256 (hex) of the file's bytes in chunks of chunk_bytes (the last one shorter), hashed
-// on hash_lanes() threads; and the seconds they took, summed over the threads.
+// on hash_lanes() threads; and the CPU seconds they took, summed over the threads.
 std::pair<std::vector<std::string>, double> sha256_chunks(
     const std::vector<std::string_view>& parts, uint64_t chunk_bytes);
 // The digest naming a chunked file as a whole: SHA-256 of its chunks' hex digests, concatenated.
 std::string sha256_of_chunks(const std::vector<std::string>& chunk_sha256);
 
 // What write_safetensors wrote: the SHA-256 (hex) of each chunk of kShardChunkBytes and of
-// those (sha256_of_chunks), its size, the seconds SHA-256 took (on other threads, summed) and
+// those (sha256_of_chunks), its size, the CPU seconds SHA-256 took (on other threads, summed) and
 // the seconds the writer waited for it after the fsync.
 struct WrittenFile {
   std::string sha256;

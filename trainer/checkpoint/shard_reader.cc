@@ -151,11 +151,11 @@ ShardDigest ShardReader::read_all(std::vector<ByteRange> ranges) {
     if (!chunked && !jobs.empty()) prev = jobs.back().done;
     auto job = [spans = std::move(spans), prev, chunked, &whole] {
       if (prev.valid()) prev.wait();
-      const auto t0 = std::chrono::steady_clock::now();
+      const double t0 = thread_cpu_seconds();
       Sha256 own;
       Sha256& sha = chunked ? own : whole;
       for (const Span& s : spans) sha.update(s.p, s.n);
-      return Hashed{chunked ? own.hex_digest() : std::string(), seconds_since(t0)};
+      return Hashed{chunked ? own.hex_digest() : std::string(), thread_cpu_seconds() - t0};
     };
     jobs.push_back({std::move(buf), std::async(std::launch::async, std::move(job)).share()});
   };
@@ -205,6 +205,34 @@ ShardDigest ShardReader::read_all(std::vector<ByteRange> ranges) {
   }
   if (!chunked) out.sha256 = whole.hex_digest();
   return out;
+}
+
+void ShardReader::read_ranges(std::vector<ByteRange> ranges) const {
+  std::sort(ranges.begin(), ranges.end(),
+            [](const ByteRange& a, const ByteRange& b) { return a.begin < b.begin; });
+  std::unique_ptr<char[]> buf;  // for the ranges handed to a taker
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const ByteRange& r = ranges[i];
+    if ((i > 0 && r.begin < ranges[i - 1].end) || r.end < r.begin || r.end > data_bytes_ ||
+        r.unit == 0) {
+      throw std::logic_error("ShardReader::read_ranges: overlapping or outside ranges");
+    }
+    ::posix_fadvise(fd_, off_t(data_start_ + r.begin), off_t(r.end - r.begin), POSIX_FADV_WILLNEED);
+    std::string carry;
+    for (uint64_t at = r.begin; at < r.end;) {
+      const size_t want = size_t(std::min<uint64_t>(r.end - at, kSequentialPiece));
+      char* dst = r.direct ? r.direct + (at - r.begin) : nullptr;
+      if (!dst) {
+        if (!buf) buf.reset(new char[kSequentialPiece]);
+        dst = buf.get();
+      }
+      if (read_at(dst, want, data_start_ + at) < want) {
+        throw UserError(path_.string(), "ends early (truncated while read)", "");
+      }
+      if (!r.direct) hand(r, carry, at - r.begin, dst, want, at + want == r.end);
+      at += want;
+    }
+  }
 }
 
 std::string ShardReader::read_unverified(const TensorEntry& t) const {

@@ -32,7 +32,7 @@ struct ByteRange {
 };
 
 // The file's SHA-256 (hex): of each chunk of chunk_bytes (the last one shorter), or, with
-// chunk_bytes 0, of the whole file in `sha256`; its size, the seconds SHA-256 took (on other
+// chunk_bytes 0, of the whole file in `sha256`; its size, the CPU seconds SHA-256 took (on other
 // threads, beside the reads; summed over them) and the seconds the reader waited for it.
 struct ShardDigest {
   std::string sha256;
@@ -57,6 +57,11 @@ class ShardReader {
   // and handing each range (disjoint; any order) to its taker or reading it into its `direct`
   // memory. Once only. Throws hpc::UserError when the file ends before a range.
   ShardDigest read_all(std::vector<ByteRange> ranges);
+
+  // Reads only the byte ranges (disjoint; any order), not hashed: the ranges a rank needs from a
+  // file that another rank verifies whole (read_all). Ranges go to their `direct` memory or their
+  // taker as in read_all. Throws hpc::UserError when the file ends before a range.
+  void read_ranges(std::vector<ByteRange> ranges) const;
 
   // One tensor's bytes read on their own, not hashed (the RNG state a rank needs from a file that
   // another rank verifies). Throws hpc::UserError when the file is shorter.

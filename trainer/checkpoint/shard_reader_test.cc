@@ -106,6 +106,48 @@ TEST_CASE("shard reader: one pass gives the written digests and the ranges asked
   fs::remove(p);
 }
 
+TEST_CASE("shard reader: only the ranges asked for, from a file another rank verifies",
+          "[safetensors]") {
+  std::vector<float> a(3'000'000);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 977) * 0.25f;
+  std::vector<uint8_t> rng(5056, 9);
+  const fs::path p = temp_path("ranges.safetensors");
+  write_safetensors(p,
+                    {{"value.0", {"F32", {int64_t(a.size())}, a.data(), a.size() * 4}},
+                     {"rng.cpu", {"U8", {int64_t(rng.size())}, rng.data(), rng.size()}}},
+                    {{"format", "hpctrain-shard"}});
+  ShardReader r(p);
+  const TensorEntry& v = r.tensors().at("value.0");
+  const TensorEntry& g = r.tensors().at("rng.cpu");
+  std::vector<float> got(1'000'000), direct(500'000);
+  std::string got_rng;
+  std::vector<ByteRange> ranges;
+  ByteRange into{v.begin + 4 * 2'000'000, v.begin + 4 * 2'500'000, nullptr};
+  into.direct = reinterpret_cast<char*>(direct.data());
+  ranges.push_back(into);  // out of order: read_ranges sorts them
+  ByteRange taken{v.begin + 4 * 123, v.begin + 4 * 1'000'123,
+                  [&](uint64_t at, const char* q, size_t n) {
+                    CHECK(n % 4 == 0);
+                    std::memcpy(reinterpret_cast<char*>(got.data()) + at, q, n);
+                  }};
+  taken.unit = 4;
+  ranges.push_back(taken);
+  ranges.push_back(
+      {g.begin, g.end, [&](uint64_t, const char* q, size_t n) { got_rng.append(q, n); }});
+  r.read_ranges(std::move(ranges));
+  CHECK(std::memcmp(got.data(), a.data() + 123, got.size() * 4) == 0);
+  CHECK(std::memcmp(direct.data(), a.data() + 2'000'000, direct.size() * 4) == 0);
+  CHECK(got_rng == std::string(rng.begin(), rng.end()));
+
+  // Cut short after the header was read: a range past the end is a user error.
+  fs::resize_file(p, v.begin + 1000);
+  std::vector<char> sink(4 * 1000);
+  ByteRange late{v.begin + 4 * 2'000'000, v.begin + 4 * 2'001'000, nullptr};
+  late.direct = sink.data();
+  CHECK_THROWS_AS(r.read_ranges({late}), hpc::UserError);
+  fs::remove(p);
+}
+
 TEST_CASE("shard reader: missing and foreign files are user errors", "[safetensors]") {
   CHECK_THROWS_AS(ShardReader(temp_path("missing")), hpc::UserError);
   const fs::path p = temp_path("bad.safetensors");

@@ -56,8 +56,8 @@ class Ddp final : public Strategy {
               const ParameterInit& init) override {
     if (init) throw std::logic_error("ddp: only a sharding strategy materialises parameters");
     params_ = params;
-    // Every rank starts from rank 0's parameters.
-    {
+    // Every rank starts from rank 0's parameters (unless a checkpoint fills every rank's).
+    if (!options_.parameters_from_checkpoint) {
       torch::NoGradGuard no_grad;
       std::vector<at::Tensor> data;
       for (auto& p : params_) data.push_back(p.detach());
@@ -119,7 +119,8 @@ class Ddp final : public Strategy {
     return h;
   }
 
-  // Checkpoints: ddp every element (save: 1/W each), zero1/zero2 this rank's shard.
+  // Checkpoints: ddp every element (save: 1/W each), zero1/zero2 this rank's shard (load: and
+  // the other shards' parameter values, read from the files instead of all-gathered).
   std::vector<StatePiece> pieces_to_save() override { return optimizer_->pieces_to_save(); }
   std::vector<StatePiece> pieces_to_load() override { return optimizer_->pieces_to_load(); }
   void after_load() override {

@@ -18,6 +18,9 @@ struct StrategyOptions {
   std::string device = "cpu";  // "cpu" or "cuda:N": selects Gloo or NCCL
   bool bf16_params = false;    // fsdp: gather the parameters in bf16 (--precision)
   AdamWOptions adamw;          // the optimiser every strategy builds
+  // A checkpoint fills the parameters (a resume): ddp, zero1 and zero2 do not broadcast rank 0's
+  // parameters when they attach (the load overwrites them on every rank).
+  bool parameters_from_checkpoint = false;
 };
 
 // The names --strategy takes.

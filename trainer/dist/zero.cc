@@ -127,6 +127,22 @@ std::vector<StatePiece> ShardedAdamW::pieces() {
   return out;
 }
 
+std::vector<StatePiece> ShardedAdamW::pieces_to_load() {
+  std::vector<StatePiece> out = pieces();
+  for (int r = 0; r < comm_.world(); ++r) {
+    if (r == comm_.rank()) continue;
+    for (const auto& s : shards_.of_rank[size_t(r)]) {
+      out.push_back({s.param,
+                     s.param_offset,
+                     s.length,
+                     piece(params_[s.param].detach(), s.param_offset, s.length),
+                     {},
+                     {}});
+    }
+  }
+  return out;
+}
+
 // The shards go round in chunks of at most kGatherChunk elements per rank: W + 1 buffers of a
 // chunk (4 MiB each in fp32) instead of the whole model's size, which would put zero1's peak
 // back at ddp's.

@@ -58,11 +58,11 @@ class ShardedAdamW final : public Optimizer {
   int64_t gradient_bytes() const override;  // the gradient shard, when used
 
   // Checkpoints: this rank's segments as pieces (views of the parameters and of the shard's
-  // moments), to save and to load; after loading them, after_load() gives every rank the whole
-  // parameters again (all-gather).
+  // moments) to save; to load, also the other ranks' segments of the parameters without moments,
+  // so that every rank reads the whole parameters from the files and no all-gather follows.
   std::vector<StatePiece> pieces_to_save() override { return pieces(); }
-  std::vector<StatePiece> pieces_to_load() override { return pieces(); }
-  void after_load() override { all_gather_parameters(); }
+  std::vector<StatePiece> pieces_to_load() override;
+  void after_load() override {}
   int64_t steps() const override { return steps_; }
   void set_steps(int64_t steps) override { steps_ = steps; }
 

@@ -21,7 +21,9 @@ struct GptBlock;  // model.cc
 // shapes but no storage; a sharded strategy materialises each unit in its own buffer and fills
 // it with init_parameter, unit after unit in parameter order, so that no rank ever holds the
 // whole model and the values equal init_weights' (the generator is drawn in the same order).
-enum class ParameterStorage { allocated, deferred };
+// unfilled: allocated but not initialised, for a resume whose checkpoint fills every value (GPT-2
+// 124M's init draws 124M normal numbers: seconds on a busy CPU, all overwritten).
+enum class ParameterStorage { allocated, deferred, unfilled };
 
 class GptImpl : public torch::nn::Module {
  public:
