@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -65,6 +66,9 @@ struct FollowOptions {
   // Without follow: unreachable-scheduler polls before giving up (BackendUnreachable, exit 69);
   // any other backend error ends it at once. With follow, a restart is waited out.
   int unreachable_tries = 3;
+  // Sees every complete line of the job's logs, whatever --rank shows (the node check's line:
+  // follow/excluded_nodes.h).
+  std::function<void(const std::string&)> on_log_line;
 };
 
 // Follows until the job ends (or Ctrl-C) and returns the exit status for hpclaunch.

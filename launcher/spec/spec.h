@@ -17,8 +17,8 @@
 
 #include "spec/catalog.h"
 #include "spec/container.h"
-#include "spec/site_limits.h"
 #include "spec/job_features.h"
+#include "spec/site_limits.h"
 
 namespace hpc {
 
@@ -90,6 +90,7 @@ struct JobOptions {
   ArrayIndexes array_indexes;          // the same, expanded
   std::vector<std::string> mail_type;  // --mail-type words, upper case
   std::string mail_user;               // --mail-user address
+  NodeCheck node_check;                // job.preflight
 };
 
 struct TrainerOptions {
