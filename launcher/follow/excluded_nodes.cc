@@ -104,15 +104,17 @@ std::optional<std::vector<ExcludedNode>> parse_node_check_line(const std::string
     ExcludedNode n;
     n.node = names.substr(start, comma - start);
     if (!is_node_name(n.node)) return std::nullopt;
-    // This node's part of the figures: "node02 gemm ...; link ...; node05 gemm ..." is split at
-    // the next "; NAME " of another node.
+    // This node's part of the figures: "node02 gemm ...; link ...;node05 gemm ..." is cut at
+    // the next node's name (below).
     const size_t at = figures.find(n.node + " ");
     n.figures = at == std::string::npos ? figures : figures.substr(at);
     out.push_back(n);
     start = comma + 1;
   }
+  // The template joins the nodes' figures with ';' (and one node's reasons with "; ").
   for (size_t i = 0; i + 1 < out.size(); ++i) {
-    const size_t next = out[i].figures.find("; " + out[i + 1].node + " ");
+    size_t next = out[i].figures.find(";" + out[i + 1].node + " ");
+    if (next == std::string::npos) next = out[i].figures.find("; " + out[i + 1].node + " ");
     if (next != std::string::npos) out[i].figures.resize(next);
   }
   return out;

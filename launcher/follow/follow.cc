@@ -222,14 +222,13 @@ void Follower::emit_lines(LogTail& tail, const std::string& data, std::ostream& 
     std::string line = tail.partial.substr(start, nl - start);
     start = nl + 1;
     if (!first_failure_) first_failure_ = parse_srun_task_failure(line);
-    if (o_.on_log_line) o_.on_log_line(line);
-    if (o_.rank) {
-      std::smatch m;
-      if (!std::regex_search(line, m, label) || std::stoi(m[1]) != *o_.rank) continue;
+    std::smatch m;
+    if (!o_.rank || (std::regex_search(line, m, label) && std::stoi(m[1]) == *o_.rank)) {
+      if (!wrote) clear_status();
+      to << line << '\n';
+      wrote = true;
     }
-    if (!wrote) clear_status();
-    to << line << '\n';
-    wrote = true;
+    if (o_.on_log_line) o_.on_log_line(line);  // after the line itself, whatever --rank shows
   }
   tail.partial.erase(0, start);
   if (final && !tail.partial.empty()) {
