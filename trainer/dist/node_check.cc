@@ -17,6 +17,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join
 
 #include "byte_size.h"
 #include "device.h"
