@@ -55,13 +55,16 @@ run_job() {  # TAG NODES: hpclaunch run with the node check on and node02 slowed
 run_job slow 2 &
 follower=$!
 job=$(wait_submitted slow.err) || fail "no job submitted"
-# A requeued job waits for BeginTime (~2 min on Slurm); let it start as soon as it is pending.
+# A requeued job waits for BeginTime (~2 min on Slurm); let it start sooner, but not in the second
+# the slurmds revoked its credential (they refuse one made then or earlier): PENDING (no longer
+# COMPLETING) with Restarts=1, then the next second (as preempt_test.sh does).
 for _ in $(seq 600); do
-  if [[ $(job_field "$job" Restarts) == 1 && $(job_field "$job" JobState) == PENDING ]]; then
-    scontrol update "JobId=$job" StartTime=now 2>/dev/null && break
-  fi
-  sleep 0.2
+  [[ $(job_field "$job" Restarts) == 1 && $(job_field "$job" JobState) == PENDING ]] && break
+  sleep 0.1
 done
+pending_at=$(date +%s)
+while (($(date +%s) <= pending_at)); do sleep 0.05; done
+for _ in $(seq 20); do scontrol update "JobId=$job" StartTime=now 2>/dev/null && break; sleep 0.25; done
 status=0
 wait "$follower" || status=$?
 follower=""
