@@ -3,6 +3,7 @@
 //   ddp|zero1|zero2|fsdp] ... hpctrain eval   --init-from DIR --data FILE --seq-len T --batches N
 //   hpctrain export --to DIR [--from CHECKPOINT | --model NAME --seed S]
 //   hpctrain bench-allreduce [--min 1K] [--max 1G] [--factor 2] [--iters N] [--json FILE] ...
+//   hpctrain node-check [--only gemm|link] [--margin 0.2] [--slow-nodes-file FILE] ...
 // Bad input: one line on stderr, exit status 2.
 #include <malloc.h>
 
@@ -17,6 +18,7 @@
 
 #include "build_info.h"
 #include "dist/bench_allreduce.h"
+#include "dist/node_check.h"
 #include "error.h"
 #include "man_page.h"
 #include "metrics/progress.h"
@@ -229,6 +231,31 @@ CLI::App* add_bench_allreduce_command(CLI::App& app, hpc::train::BenchAllreduceO
   return bench;
 }
 
+CLI::App* add_node_check_command(CLI::App& app, hpc::train::NodeCheckOptions& c) {
+  auto* check = app.add_subcommand(
+      "node-check",
+      "one rank per node: time a GEMM and the links to every peer; rank 0 names the nodes slower "
+      "than the median by more than --margin (hpclaunch's job.preflight)");
+  check->add_option("--only", c.only, "gemm or link (default: both)");
+  check->add_option("--gemm-size", c.gemm_size,
+                    "n of the n x n GEMM (default: 8192 bf16 on CUDA, 1024 fp32 on the CPU)");
+  check->add_option("--gemm-iters", c.gemm_iters, "timed GEMMs (default: 50 CUDA, 10 CPU)");
+  check->add_option("--link-bytes", c.link_bytes, "bytes per send (K/M/G suffixes)")
+      ->capture_default_str();
+  check->add_option("--link-iters", c.link_iters, "timed exchanges with each peer")
+      ->capture_default_str();
+  check->add_option("--margin", c.margin, "a node this fraction below the median is slow")
+      ->capture_default_str();
+  check->add_option("--slow-nodes-file", c.slow_nodes_file,
+                    "rank 0 writes one line per slow node here (\"NODE why\"), empty when none");
+  check->add_option("--device", c.device, "auto, cpu (Gloo) or cuda (NCCL)")->capture_default_str();
+  check->add_option("--dist-timeout", c.dist_timeout_s, "seconds before a transfer gives up")
+      ->capture_default_str();
+  check->add_option("--master-suffix", c.master_suffix,
+                    "appended to the first host of SLURM_JOB_NODELIST (JSC: i)");
+  return check;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -253,6 +280,8 @@ int main(int argc, char** argv) {
   add_export_command(app, x, x_shape);
   hpc::train::BenchAllreduceOptions b;
   CLI::App* bench = add_bench_allreduce_command(app, b);
+  hpc::train::NodeCheckOptions nc;
+  CLI::App* node_check = add_node_check_command(app, nc);
   if (argc == 2 && std::string(argv[1]) == "--help-man") {  // the build writes hpctrain.1
     std::fputs(hpc::man_page(app, {"hpctrain",
                                    hpc::version_line("hpctrain"),
@@ -300,6 +329,7 @@ int main(int argc, char** argv) {
       }
       return hpc::train::run_bench_allreduce(b);
     }
+    if (*node_check) return hpc::train::run_node_check(nc);
     x_shape.apply(x.model);
     return hpc::train::run_export(x);
   } catch (const hpc::UserError& err) {

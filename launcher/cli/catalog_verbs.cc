@@ -6,6 +6,7 @@
 #include "campaigns/clusters_diff.h"
 #include "campaigns/tune.h"
 #include "cli/verbs.h"
+#include "follow/excluded_nodes.h"
 #include "render/shell.h"
 #include "spec/catalog.h"
 
@@ -97,11 +98,47 @@ int list_clusters(const Catalog& catalog, bool as_json) {
   return 0;
 }
 
+// The slow nodes a node check named on this cluster (follow/excluded_nodes.h).
+std::vector<ExcludedNode> remembered_for(const std::string& cluster) {
+  const auto file = excluded_nodes_file();
+  return file ? remembered_nodes(*file, cluster) : std::vector<ExcludedNode>{};
+}
+
+json excluded_nodes_json(const std::vector<ExcludedNode>& nodes, const std::string& today) {
+  json list = json::array();
+  for (const auto& n : nodes) {
+    const bool active = !excluded_now({n}, today).empty();
+    list.push_back({{"node", n.node},
+                    {"date", n.date},
+                    {"job", n.job},
+                    {"figures", n.figures},
+                    {"excluded", active}});
+  }
+  return list;
+}
+
+void print_excluded_nodes(const std::string& cluster, const std::vector<ExcludedNode>& nodes,
+                          const std::string& today) {
+  if (nodes.empty()) return;
+  std::cout << "\n# slow nodes from node checks (job.preflight), excluded for " << kExcludedNodeDays
+            << " days; forget them: hpclaunch clusters forget-nodes " << cluster << "\n";
+  for (const auto& n : nodes) {
+    const bool active = !excluded_now({n}, today).empty();
+    std::cout << "#   " << n.node << "  " << n.date << "  job " << n.job << "  "
+              << (active ? "excluded" : "expired") << "  " << n.figures << "\n";
+  }
+}
+
 int show_preset(const Catalog& catalog, PresetKind kind, const std::string& name, bool as_json) {
   LoadedPreset p =
       catalog.load(kind, name, kind == PresetKind::Shape ? "presets show" : "clusters show");
+  const auto excluded =
+      kind == PresetKind::Cluster ? remembered_for(name) : std::vector<ExcludedNode>{};
+  const std::string today = utc_today();
   if (as_json) {
-    std::cout << json{{"name", name}, {"content", p.content}, {"files", p.files}}.dump(2) << "\n";
+    json out{{"name", name}, {"content", p.content}, {"files", p.files}};
+    if (kind == PresetKind::Cluster) out["excluded_nodes"] = excluded_nodes_json(excluded, today);
+    std::cout << out.dump(2) << "\n";
     return 0;
   }
   std::cout << "# " << kind_noun(kind) << " " << name << " from";
@@ -111,6 +148,7 @@ int show_preset(const Catalog& catalog, PresetKind kind, const std::string& name
     std::cout << "\n";
     for (const auto& line : describe_tuning(p.content["tuning"])) std::cout << line << "\n";
   }
+  print_excluded_nodes(name, excluded, today);
   return 0;
 }
 
@@ -139,7 +177,7 @@ VerbHandler define_clusters(CLI::App* verb) {
   struct Flags {
     std::string name, diff_a, diff_b;
     bool as_json = false;
-    CLI::App *show = nullptr, *diff = nullptr;
+    CLI::App *show = nullptr, *diff = nullptr, *forget = nullptr;
   };
   auto f = std::make_shared<Flags>();
   verb->require_subcommand(0, 1);
@@ -151,7 +189,17 @@ VerbHandler define_clusters(CLI::App* verb) {
       verb->add_subcommand("diff", "resolved values that differ between two cluster profiles");
   f->diff->add_option("A", f->diff_a, "cluster profile")->required();
   f->diff->add_option("B", f->diff_b, "cluster profile (e.g. A-tuned)")->required();
+  f->forget = verb->add_subcommand(
+      "forget-nodes", "forget the slow nodes node checks named on a cluster (job.preflight)");
+  f->forget->add_option("NAME", f->name, "cluster name")->required();
   return [f](const Invocation&) {
+    if (f->forget->parsed()) {
+      check_preset_name(PresetKind::Cluster, f->name, "clusters forget-nodes");
+      const auto file = excluded_nodes_file();
+      const size_t n = file ? forget_nodes(*file, f->name) : 0;
+      std::cout << "forgot " << n << " slow node(s) of cluster " << f->name << "\n";
+      return 0;
+    }
     Catalog catalog = Catalog::from_environment();
     if (f->show->parsed()) return show_preset(catalog, PresetKind::Cluster, f->name, f->as_json);
     if (f->diff->parsed()) {

@@ -2,10 +2,12 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <iostream>
 
 #include "byte_size.h"
 #include "cli/version.h"
 #include "error.h"
+#include "follow/excluded_nodes.h"
 #include "render/render.h"
 #include "render/shell.h"
 #include "spec/catalog.h"
@@ -175,10 +177,12 @@ void refuse_empty_values(CLI::App* verb) {
 
 Rendered render_selection(const SelectionFlags& flags,
                           const std::optional<std::vector<std::string>>& trainer_args,
-                          const std::vector<std::string>& command, bool interactive) {
+                          const std::vector<std::string>& command, bool interactive,
+                          bool exclude_remembered) {
   Catalog catalog = Catalog::from_environment();
   Rendered r;
   r.spec = resolve_spec(catalog, flags.request(trainer_args));
+  if (exclude_remembered) add_remembered_exclusions(r.spec, std::cerr);
   fs::path tmpl =
       flags.template_file.empty() ? catalog.default_template() : fs::path(flags.template_file);
   ScriptTemplate t = ScriptTemplate::from_file(tmpl);

@@ -61,8 +61,11 @@ struct Rendered {
 
 // Resolves the selection and renders it through the chosen (or built-in) template;
 // `interactive`: the script of `hpclaunch shell` (RenderContext::interactive).
+// `exclude_remembered`: run and submit add the slow nodes remembered for the cluster to
+// --exclude (follow/excluded_nodes.h), with a note on stderr.
 Rendered render_selection(const SelectionFlags& flags,
                           const std::optional<std::vector<std::string>>& trainer_args,
-                          const std::vector<std::string>& command, bool interactive = false);
+                          const std::vector<std::string>& command, bool interactive = false,
+                          bool exclude_remembered = false);
 
 }  // namespace hpc

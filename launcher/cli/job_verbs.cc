@@ -24,7 +24,7 @@ struct SubmitFlags {
 };
 
 int run_submit(SubmitFlags f, bool follow, const Invocation& in) {
-  Rendered r = render_selection(f.selection, in.trainer_args, in.command);
+  Rendered r = render_selection(f.selection, in.trainer_args, in.command, false, true);
   if (f.rank >= 0) f.options.rank = f.rank;
   f.options.preflight = !f.no_preflight;
   f.options.follow = follow;

@@ -236,6 +236,7 @@ void Follower::emit_lines(LogTail& tail, const std::string& data, std::ostream& 
     std::string line = tail.partial.substr(start, nl - start);
     start = nl + 1;
     if (!first_failure_) first_failure_ = parse_srun_task_failure(line);
+    if (o_.on_log_line) o_.on_log_line(line);  // every line, whatever --rank shows
     if (o_.hang_seconds > 0) {
       std::smatch m;
       const int rank = std::regex_search(line, m, label) ? std::stoi(m[1]) : -1;

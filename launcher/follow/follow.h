@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -74,6 +75,9 @@ struct FollowOptions {
   std::string progress_dir;                     // <run dir>/progress on the backend's host
   std::string hang_report_dir;                  // this machine's run directory ("": not saved)
   std::chrono::milliseconds where_wait{10000};  // how long the ranks have to answer
+  // Sees every complete line of the job's logs, whatever --rank shows (the node check's line:
+  // follow/excluded_nodes.h).
+  std::function<void(const std::string&)> on_log_line;
 };
 
 // Follows until the job ends (or Ctrl-C) and returns the exit status for hpclaunch.

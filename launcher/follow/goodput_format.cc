@@ -63,6 +63,7 @@ std::string end_word(const TimelineRun& r) {
   if (r.why == "requeue_limit") return "stopped, no requeue left";
   if (r.why == "requeue_failed") return "stopped, requeue refused";
   if (r.why == "stopped_no_marker") return "stopped, no marker" + signal;
+  if (r.why == "node_check_requeue") return "requeued (node check)";
   return comment_text(r.why);
 }
 
@@ -94,6 +95,9 @@ std::string why_line(const RunGoodput& g) {
   if (r.why == "stopped_no_marker")
     return fmt::format("{}; the tasks ended (status {}) without the requeue marker: no requeue",
                        stop_cause(r), r.exit_status);
+  if (r.why == "node_check_requeue")
+    return "the node check (job.preflight) found slow nodes (" + comment_text(r.detail) +
+           ") and requeued the job without them, before training";
   return fmt::format("failed with exit status {}; {}", r.exit_status, checkpoint);
 }
 

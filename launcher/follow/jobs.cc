@@ -18,6 +18,7 @@
 #include "backends/ssh_host.h"
 #include "cli/version.h"
 #include "error.h"
+#include "follow/excluded_nodes.h"
 #include "follow/follow.h"
 #include "render/shell.h"
 #include "subprocess.h"
@@ -262,6 +263,30 @@ RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& scri
   return record;
 }
 
+namespace {
+
+// The node check's line in a job's log (job.preflight): its slow nodes are remembered for the
+// run's cluster (reading the same job's log again keeps the first date).
+std::function<void(const std::string&)> remember_slow_nodes(const RunRecord& record) {
+  const auto file = excluded_nodes_file();
+  if (!file || record.cluster.empty()) return nullptr;
+  return [file = *file, cluster = record.cluster, job = record.job_id](const std::string& line) {
+    auto nodes = parse_node_check_line(line);
+    if (!nodes) return;
+    for (auto& n : *nodes) n.job = job;
+    try {
+      remember_nodes(file, cluster, *nodes, utc_today());
+      std::cerr << "hpclaunch: remembered slow node(s) for cluster " << cluster << " in "
+                << file.string() << "; later jobs there exclude them (hpclaunch clusters show "
+                << cluster << ")\n";
+    } catch (const std::exception& e) {
+      std::cerr << "hpclaunch: cannot remember the slow node(s): " << e.what() << "\n";
+    }
+  };
+}
+
+}  // namespace
+
 int submit_and_follow(const Spec& spec, const std::string& script, const BackendChoice& choice,
                       const std::vector<std::string>& command, const RunOptions& options) {
   check_env_from_submit(spec);  // before connecting: nothing submitted, exit 2
@@ -295,6 +320,7 @@ int submit_and_follow(const Spec& spec, const std::string& script, const Backend
   f.max_steps = record.max_steps;
   f.max_requeues = record.max_requeues;
   set_hang_watch(record, f);
+  f.on_log_line = remember_slow_nodes(record);
   return follow_job(*backend, record.job_id, f, std::cout, std::cerr);
 }
 
@@ -414,6 +440,7 @@ int show_logs(const std::string& job, const BackendChoice& choice, bool follow,
   f.max_requeues = run.record.max_requeues;
   f.known_stdout_path = run.record.stdout_path;
   set_hang_watch(run.record, f);
+  f.on_log_line = remember_slow_nodes(run.record);
   return follow_job(*run.backend, run.record.job_id, f, std::cout, std::cerr);
 }
 

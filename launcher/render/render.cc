@@ -177,6 +177,11 @@ const std::vector<std::string>& known_template_names() {
                                                  "torchrun_command",
                                                  "torchrun_runs_python",
                                                  "cpus_per_node",
+                                                 "node_check",
+                                                 "node_check_margin",
+                                                 "node_check_fraction",
+                                                 "node_check_timeout",
+                                                 "node_check_program",
 
                                                  "has_container",
                                                  "container_runtime",
@@ -325,6 +330,18 @@ data template_data(const Spec& spec, const RenderContext& ctx) {
   d.set("srun_wait", std::to_string(spec.job.srun_wait));
   d.set("ntasks_per_node", std::to_string(spec.shape.gpus_per_node));
   d.set("cpus_per_task", std::to_string(spec.shape.cpus_per_gpu));
+
+  // job.preflight (docs/node-check.md): not in an interactive shell, which trains nothing.
+  const NodeCheck& check = spec.job.node_check;
+  d.set("node_check", flag(check.enabled && !ctx.interactive));
+  d.set("node_check_margin", std::to_string(check.margin_percent));
+  // 1..99 percent as hpctrain's --margin: 0.01..0.99.
+  d.set("node_check_fraction", std::string(check.margin_percent < 10 ? "0.0" : "0.") +
+                                   std::to_string(check.margin_percent));
+  d.set("node_check_timeout", std::to_string(check.timeout_s));
+  d.set("node_check_program", !check.hpctrain.empty()     ? check.hpctrain
+                              : spec.launch == "hpctrain" ? spec.trainer.program
+                                                          : std::string("hpctrain"));
 
   d.set("trainer_program", spec.trainer.program);
   d.set("trainer_command", spec.trainer.command);  // one of known_trainer_commands()

@@ -204,3 +204,31 @@ TEST_CASE("render: the guards at the top and at the rendezvous", "[render]") {
   CHECK(contains(s, "  MASTER_ADDR=127.0.0.1\n"));
   CHECK(contains(s, "if [[ \"${hpc_master_ip}\" == 127.* && \"${hpc_node_addr}\" != 127.* ]]"));
 }
+
+TEST_CASE("render: the node check runs before training only with job.preflight.enabled",
+          "[render]") {
+  std::string off = render(resolve("2n4g", "generic"));
+  CHECK_FALSE(contains(off, "node-check"));
+  CHECK_FALSE(contains(off, "hpc_check_requeues"));
+
+  std::string on = render(resolve("2n4g", "generic",
+                                  {"job.preflight.enabled=true", "job.preflight.margin=7",
+                                   "job.preflight.timeout=90", "trainer.program=/opt/hpctrain"}));
+  const size_t check = on.find("node-check \\");
+  REQUIRE(check != std::string::npos);
+  CHECK(check < on.find("hpc_train=("));                     // before the training step
+  CHECK(contains(on, "hpc_check_program=/opt/hpctrain\n"));  // launch hpctrain: its program
+  CHECK(contains(on, "--margin 0.07 --slow-nodes-file"));
+  CHECK(contains(on, "timeout --kill-after=10 90 srun"));
+  CHECK(contains(on, "--ntasks-per-node=1"));
+  CHECK(contains(on, "scontrol requeuehold"));
+  // Its own requeue does not count against job.max_requeues.
+  CHECK(contains(on, "if ((hpc_restarts >= 3 + hpc_check_requeues)); then"));
+
+  // Another launch mode: hpctrain from PATH unless job.preflight.hpctrain names one.
+  hpc::SpecRequest r =
+      hpc::testing::builtin_request("2n4g", "generic", {"job.preflight.enabled=true"});
+  r.launch = "srun";
+  r.trainer_args = std::vector<std::string>{"python3", "train.py"};
+  CHECK(contains(render(hpc::testing::resolve_builtin(r)), "hpc_check_program=hpctrain\n"));
+}

@@ -32,6 +32,16 @@ Dependency parse_dependency(const std::string& text, const std::string& where);
 // ("afterok:12:13,afterany:14"); every one must be satisfied (','), as Slurm reads it.
 std::string dependency_directive(const std::vector<Dependency>& deps);
 
+// job.preflight: the node check before training (docs/node-check.md). Off unless enabled; when
+// on, one srun step of one task per node runs `HPCTRAIN node-check` and the job requeues itself
+// once without the nodes it names.
+struct NodeCheck {
+  bool enabled = false;
+  int margin_percent = 20;  // a node this much below the median is slow
+  int timeout_s = 300;      // the check's step is ended after this long
+  std::string hpctrain;     // the hpctrain that runs it; "": trainer.program or "hpctrain"
+};
+
 // Slurm's --mail-type words (sbatch(1), Slurm 22.05).
 const std::vector<std::string>& known_mail_types();
 // The word in upper case, as sbatch prints it; throws for an unknown one.

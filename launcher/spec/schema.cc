@@ -228,7 +228,12 @@ const SchemaNode& spec_schema() {
                       {"after", kStringList},
                       {"array", kString},
                       {"mail_type", kStringList},
-                      {"mail_user", kString}})},
+                      {"mail_user", kString},
+                      // The node check before training (spec/job_features.h, docs/node-check.md).
+                      {"preflight", object({{"enabled", kBoolean},
+                                            {"margin", kInteger},
+                                            {"timeout", kInteger},
+                                            {"hpctrain", kString}})}})},
       {"trainer", object({{"program", kString}, {"command", kString}, {"args", kStringList}})},
       // The container each task's program runs in (spec/container.h).
       {"container", object({{"runtime", kString},

@@ -410,6 +410,24 @@ void read_job_features(const SpecReader& r, JobOptions& j) {
   }
   j.mail_user = r.string("job.mail_user");
   if (!j.mail_user.empty()) check_mail_user(j.mail_user, r.where("job.mail_user"));
+  // job.preflight: absent keys keep their defaults (so that specs written before the key
+  // existed keep their hash).
+  NodeCheck& c = j.node_check;
+  c.enabled = r.boolean("job.preflight.enabled", false);
+  if (r.find("job.preflight.margin")) {
+    c.margin_percent =
+        r.integer("job.preflight.margin", 1, 99,
+                  "give the percent below the median that makes a node slow, e.g. 20");
+  }
+  if (r.find("job.preflight.timeout")) {
+    c.timeout_s = r.integer("job.preflight.timeout", 10, 86400,
+                            "give the seconds the node check may take, e.g. 300");
+  }
+  c.hpctrain = r.string("job.preflight.hpctrain");
+  if (has_control_chars(c.hpctrain)) {
+    throw UserError(r.where("job.preflight.hpctrain"), "contains a newline or control character",
+                    "give the path of hpctrain on the cluster, e.g. ~/bin/hpctrain");
+  }
 }
 
 void read_job(const SpecReader& r, Spec& spec) {

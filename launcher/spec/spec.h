@@ -95,6 +95,7 @@ struct JobOptions {
   ArrayIndexes array_indexes;          // the same, expanded
   std::vector<std::string> mail_type;  // --mail-type words, upper case
   std::string mail_user;               // --mail-user address
+  NodeCheck node_check;                // job.preflight
 };
 
 struct TrainerOptions {

@@ -291,6 +291,19 @@ TEST_CASE("bad input: time limits and requeue signal", "[bad-input]") {
        {},
        {"--set job.signal_seconds=60: job.signal_seconds", "not less than the time limit",
         "lower job.signal_seconds or raise shape.time"}},
+      {"node check margin out of range",
+       render_args({"--set", "job.preflight.margin=100"}),
+       {},
+       {"--set job.preflight.margin=100: job.preflight.margin", "out of range (between 1 and 99)",
+        "percent below the median"}},
+      {"node check timeout too short",
+       render_args({"--set", "job.preflight.timeout=5"}),
+       {},
+       {"job.preflight.timeout", "out of range (between 10 and 86400)", "e.g. 300"}},
+      {"node check key misspelt",
+       render_args({"--set", "job.preflight.margn=20"}),
+       {},
+       {"job.preflight.margn", "margin"}},
   });
 }
 

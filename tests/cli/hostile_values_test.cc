@@ -85,6 +85,9 @@ HostileRender render_hostile(const Sandbox& sb, const std::string& v, const std:
   json file_args = json::array({v, "", "pre" + v + "post"});
   set_path(doc, "trainer.program", v);
   set_path(doc, "trainer.args", file_args);
+  // The node check's hpctrain (one line: control characters are refused).
+  set_path(doc, "job.preflight.enabled", true);
+  set_path(doc, "job.preflight.hpctrain", h.directive);
   sb.write("work/hpclaunch.json", doc.dump(2) + "\n");
 
   h.command = {"render", "--preset", "1n2g", "--strategy", "ddp", "-o",
@@ -138,6 +141,19 @@ void check_hostile_script(const Sandbox& sb, const HostileRender& h) {
   }
   CHECK(opts["--nodes"] == "1");
   CHECK(opts["--ntasks-per-node"] == "2");
+
+  // job.preflight.hpctrain: data in one assignment, read back by bash as it was given.
+  std::string check_line;
+  for (const auto& line : split_lines(h.script)) {
+    if (line.rfind("hpc_check_program=", 0) == 0) check_line = line;
+  }
+  REQUIRE(!check_line.empty());
+  Run assigned = spawn(
+      {"/bin/bash", "-c", "eval \"$1\" && printf '%s' \"$hpc_check_program\"", "_", check_line},
+      sb.work(), sb.env());
+  INFO("hpc_check_program: " << assigned.describe());
+  CHECK(assigned.status == 0);
+  CHECK(assigned.out == h.directive);
 
   // Run it: nothing is executed that the user only meant as text.
   fs::create_directories(sb.work() / "CANARY_DIR");

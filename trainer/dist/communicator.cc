@@ -161,6 +161,16 @@ class C10dCommunicator final : public Communicator {
     wait_inside(id, [&work] { work->wait(); });
   }
 
+  std::unique_ptr<Pending> send(at::Tensor& t, int peer) override {
+    std::vector<at::Tensor> v{t};
+    return pending(pg_->send(v, peer, /*tag=*/0));
+  }
+
+  std::unique_ptr<Pending> recv(at::Tensor& t, int peer) override {
+    std::vector<at::Tensor> v{t};
+    return pending(pg_->recv(v, peer, /*tag=*/0));
+  }
+
   std::string lost_ranks(std::chrono::milliseconds grace) override {
     auto key = [](int r) { return fmt::format("hpctrain/alive-after-failure/{}", r); };
     std::vector<int> missing;

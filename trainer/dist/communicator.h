@@ -41,6 +41,11 @@ class Communicator {
   // world() tensors of it. The list form: Gloo in 1.13 has no _allgather_base.
   virtual void all_gather(std::vector<at::Tensor>& out, const at::Tensor& in) = 0;
   virtual void barrier() = 0;
+  // Point to point (hpctrain node-check's link test): `t` to rank `peer`, or rank `peer`'s into
+  // `t`, started now and finished by Pending::wait(). A send and a receive may be in flight at
+  // once; each needs the matching call on the peer.
+  virtual std::unique_ptr<Pending> send(at::Tensor& t, int peer) = 0;
+  virtual std::unique_ptr<Pending> recv(at::Tensor& t, int peer) = 0;
 
   // After a collective failed: which ranks are gone. Every rank that gets here checks in at the
   // rendezvous store and waits up to `grace` for the others; the ones that never do are named

@@ -27,6 +27,8 @@ class Alone final : public Communicator {
     out.at(0).copy_(in);
   }
   void barrier() override {}
+  std::unique_ptr<Pending> send(at::Tensor&, int) override { return std::make_unique<Done>(); }
+  std::unique_ptr<Pending> recv(at::Tensor&, int) override { return std::make_unique<Done>(); }
   std::string lost_ranks(std::chrono::milliseconds) override { return ""; }
   std::unique_ptr<Pending> all_gather_flat(at::Tensor& out, const at::Tensor& in) override {
     out.copy_(in);
