@@ -5,7 +5,9 @@
 #     n_embd 66 and block size 63 make the parameter count 2 mod 4: W=4 pads the last shard;
 #  2. memory: per rank, zero1's and zero2's optimiser state is 1/W of DDP's (+ padding), and
 #     zero2 keeps 1/W of the gradients between steps;
-#  3. a dead peer under zero2 ends the survivor with an error, not a hang.
+#  3. a dead peer under zero2 ends the survivor with an error, not a hang;
+#  4. zero2's log names the collectives: each bucket reduce-scattered into the shard and gathered
+#     into one tensor on LibTorch 2.x's Gloo, all-reduce + slice and a list gather on 1.13's.
 # (Their checkpoints and resume: checkpoint_test.sh and reshard_test.sh.)
 source "$(dirname "$0")/lib.sh"
 make_corpus "$WORK/data"
@@ -17,6 +19,13 @@ common=(--data "$WORK/data/corpus_train.txt" --model tiny --n-embd 66 --block-si
 # Parameter, gradient and optimiser bytes held by rank 0 after the last step of a metrics file.
 held() { echo $(field <(tail -n1 "$1") param_bytes) $(field <(tail -n1 "$1") grad_bytes) \
               $(field <(tail -n1 "$1") optimizer_bytes); }
+
+# The collectives zero2's log names (as fsdp_test.sh's).
+if "$HPCTRAIN" --version | grep -q '^LibTorch 1\.'; then
+  want_collectives="all-reduce then this rank's slice, all-gather into a list"
+else
+  want_collectives="reduce-scatter and all-gather into one tensor"
+fi
 
 for world in 2 4; do
   run_strategy ddp $world
@@ -31,6 +40,9 @@ for world in 2 4; do
               exit !(n == 20 && worst <= 1e-5) }' ||
       fail "$strategy at W=$world does not reproduce DDP's losses"
   done
+  grep -qF "each reduced to this rank's shard and gathered by $want_collectives" \
+    "$WORK/zero2_${world}_0.log" ||
+    fail "zero2 W=$world: expected '$want_collectives' in: $(grep '^zero2:' "$WORK/zero2_${world}_0.log")"
 
   # Memory, from rank 0's metrics after the last step (every rank's shard has the same size).
   read -r p_ddp g_ddp o_ddp <<<"$(held "$WORK/ddp_$world.jsonl")"
