@@ -6,8 +6,9 @@
 #  2. memory: per rank, zero1's and zero2's optimiser state is 1/W of DDP's (+ padding), and
 #     zero2 keeps 1/W of the gradients between steps;
 #  3. a dead peer under zero2 ends the survivor with an error, not a hang;
-#  4. zero2's log names the collectives: each bucket reduce-scattered into the shard and gathered
-#     into one tensor on LibTorch 2.x's Gloo, all-reduce + slice and a list gather on 1.13's.
+#  4. zero2's log names the collectives: each bucket reduced into the shard by all-reduce + slice
+#     and gathered into one tensor on LibTorch 2.x's Gloo (NCCL: a reduce-scatter), into a list
+#     on 1.13's.
 # (Their checkpoints and resume: checkpoint_test.sh and reshard_test.sh.)
 source "$(dirname "$0")/lib.sh"
 make_corpus "$WORK/data"
@@ -24,7 +25,7 @@ held() { echo $(field <(tail -n1 "$1") param_bytes) $(field <(tail -n1 "$1") gra
 if "$HPCTRAIN" --version | grep -q '^LibTorch 1\.'; then
   want_collectives="all-reduce then this rank's slice, all-gather into a list"
 else
-  want_collectives="reduce-scatter and all-gather into one tensor"
+  want_collectives="all-reduce then this rank's slice, all-gather into one tensor"
 fi
 
 for world in 2 4; do

@@ -3,8 +3,8 @@
 //  - zero1: gradients averaged whole as in DDP; each rank updates its 1/W shard of the flat
 //    parameter vector with its shard of AdamW's moments, then the shards are all-gathered;
 //  - zero2: each bucket is padded to W S_b elements and rank r owns its slice r (zero.h), so a
-//    full bucket is reduce-scattered straight into this rank's gradient shard (NCCL and 2.x Gloo;
-//    Gloo in LibTorch 1.13 has no reduce_scatter: all-reduce, then the slice is copied); the
+//    full bucket is reduce-scattered straight into this rank's gradient shard (NCCL; on Gloo an
+//    all-reduce in place, then the slice is copied: communicator.cc says why); the
 //    bucket and the parameters' full gradients are freed, so between steps a rank holds 1/W of
 //    the gradients and of the moments. One bucket is in flight at a time (the one before is
 //    reduced when the next starts), so during backward too at most two buckets exist, not the
