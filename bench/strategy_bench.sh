@@ -6,7 +6,10 @@
 #      `memory`), the bytes rank 0 holds between steps in parameters, gradients and AdamW state
 #      (the metrics' param_bytes, grad_bytes, optimizer_bytes) and the formula for their sum
 #      (docs/strategies.md);
-#   2. the median step time (step_ms, rank 0) at W=2 of each strategy against ddp.
+#   2. the median step time (step_ms, rank 0) at W=2 of each strategy against ddp, and the CPU
+#      time all ranks used per step (user + system, /usr/bin/time; the whole run over its steps,
+#      start-up included): on a shared machine the step time moves with the load, the CPU time
+#      much less.
 # Strategies the hpctrain given does not have (fsdp before it lands) are skipped with a note.
 #
 # Usage: bench/strategy_bench.sh [PATH/TO/hpctrain]
@@ -60,7 +63,7 @@ run() {
   port=$((port + 1))
   for ((r = 0; r < w; r++)); do
     RANK=$r WORLD_SIZE=$w LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-      /usr/bin/time -f '%M' -o "$work/$tag.rss.$r" \
+      /usr/bin/time -f '%M %U %S' -o "$work/$tag.rss.$r" \
       "$HPCTRAIN" train --strategy "$s" --data "$DATA" --data-format text "${model_args[@]}" \
       --micro-batch "$B" --seq-len "$T" --total-batch-tokens $((B * T * w)) --max-steps "$STEPS" \
       --eval-every 0 --threads 1 --log-every 1000000 --dist-timeout 120 \
@@ -109,7 +112,7 @@ for row in "${rows[@]}"; do
   if [[ ! -s $work/$tag.jsonl ]]; then printf '%-8s %3s  (failed)\n' "$s" "$w"; continue; fi
   rss="" max=0
   for ((r = 0; r < w; r++)); do
-    k=$(tail -n 1 "$work/$tag.rss.$r")
+    read -r k _ < <(tail -n 1 "$work/$tag.rss.$r")
     rss+="$(awk -v k="$k" 'BEGIN { printf "%.0f", k / 1024 }') "
     ((k > max)) && max=$k
   done
@@ -130,7 +133,7 @@ echo "# (held: params + grads + adamw between steps; formula: none and ddp 16P, 
 echo "#  zero2 4P+12P/W, fsdp 16P/W; ddp's and zero1's grads are views of their all-reduce buckets)"
 echo "#"
 echo "# Step time at W=2 (ms, rank 0, median over steps 3..$STEPS of $ROUNDS interleaved runs):"
-printf '%-8s %10s %10s %12s\n' strategy "median ms" "tokens/s" "time / ddp's"
+printf '%-8s %10s %10s %12s %14s\n' strategy "median ms" "tokens/s" "time / ddp's" "CPU s / step"
 base=""
 for s in "${available[@]}"; do
   files=()
@@ -142,6 +145,10 @@ for s in "${available[@]}"; do
   med=$(jq -r 'select(.step_ms != null and .step > 1) | .step_ms' "${files[@]}" | sort -g |
     awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
   [[ -n $base ]] || base=$med
-  printf '%-8s %10.1f %10.0f %11.2fx\n' "$s" "$med" "$(awk -v m="$med" -v t=$((B * T * 2)) 'BEGIN { print t / (m / 1000) }')" \
-    "$(awk -v m="$med" -v b="$base" 'BEGIN { print m / b }')"
+  # CPU seconds of both ranks per step, the median over the rounds.
+  cpu=$(for ((round = 1; round <= ROUNDS; round++)); do
+          tail -q -n 1 "$work/$s-2-$round".rss.* 2>/dev/null | awk -v n="$STEPS" '{ c += $2 + $3 } END { if (NR) print c / n }'
+        done | sort -g | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : 0 }')
+  printf '%-8s %10.1f %10.0f %11.2fx %14.3f\n' "$s" "$med" "$(awk -v m="$med" -v t=$((B * T * 2)) 'BEGIN { print t / (m / 1000) }')" \
+    "$(awk -v m="$med" -v b="$base" 'BEGIN { print m / b }')" "$cpu"
 done

@@ -8,8 +8,9 @@
 #  3. validation and samples (a forward pass on every rank, units gathered) match DDP's;
 #  4. --dump-grads is refused with one line (only a shard of the gradients exists);
 #  5. a dead peer ends the survivor with an error naming fsdp's collective, not a hang;
-#  6. the log names the collectives: one reduce-scatter and one all-gather into a tensor on
-#     LibTorch 2.x's Gloo, all-reduce + slice and a list gather on 1.13's.
+#  6. the log names the collectives: all-reduce + slice and one all-gather into a tensor on
+#     LibTorch 2.x's Gloo (its reduce-scatter is an all-reduce of a copy: communicator.cc),
+#     all-reduce + slice and a list gather on 1.13's.
 source "$(dirname "$0")/lib.sh"
 make_corpus "$WORK/data"
 next_port
@@ -24,12 +25,12 @@ held() { local last; last=$(steps "$1" | tail -n1)
          echo $(field <(echo "$last") param_bytes) $(field <(echo "$last") grad_bytes) \
               $(field <(echo "$last") optimizer_bytes); }
 
-# The collectives fsdp's log names: LibTorch 2.x's Gloo reduce-scatters and gathers into one
-# tensor; 1.13's Gloo has neither (all-reduce + slice, a list gather).
+# The collectives fsdp's log names: LibTorch 2.x's Gloo gathers into one tensor; 1.13's Gloo
+# into a list; both reduce by all-reduce + slice.
 if "$HPCTRAIN" --version | grep -q '^LibTorch 1\.'; then
   want_collectives="all-reduce then this rank's slice, all-gather into a list"
 else
-  want_collectives="reduce-scatter and all-gather into one tensor"
+  want_collectives="all-reduce then this rank's slice, all-gather into one tensor"
 fi
 for world in 2 4; do
   run_strategy ddp $world

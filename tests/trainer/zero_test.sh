@@ -5,7 +5,12 @@
 #     n_embd 66 and block size 63 make the parameter count 2 mod 4: W=4 pads the last shard;
 #  2. memory: per rank, zero1's and zero2's optimiser state is 1/W of DDP's (+ padding), and
 #     zero2 keeps 1/W of the gradients between steps;
-#  3. a dead peer under zero2 ends the survivor with an error, not a hang.
+#  3. a dead peer under zero2 ends the survivor with an error, not a hang;
+#  4. zero2's log names the collectives: each bucket reduced into the shard by all-reduce + slice
+#     and gathered into one tensor on LibTorch 2.x's Gloo (NCCL: a reduce-scatter), into a list
+#     on 1.13's;
+#  5. LibTorch 2.x: the reduce-scatter NCCL uses, taken on Gloo with HPCTRAIN_GLOO_REDUCE_SCATTER=1
+#     (reduce_scatter_single), gives zero2 and fsdp DDP's losses to 1e-5 at W=2, and the log says so.
 # (Their checkpoints and resume: checkpoint_test.sh and reshard_test.sh.)
 source "$(dirname "$0")/lib.sh"
 make_corpus "$WORK/data"
@@ -17,6 +22,13 @@ common=(--data "$WORK/data/corpus_train.txt" --model tiny --n-embd 66 --block-si
 # Parameter, gradient and optimiser bytes held by rank 0 after the last step of a metrics file.
 held() { echo $(field <(tail -n1 "$1") param_bytes) $(field <(tail -n1 "$1") grad_bytes) \
               $(field <(tail -n1 "$1") optimizer_bytes); }
+
+# The collectives zero2's log names (as fsdp_test.sh's).
+if "$HPCTRAIN" --version | grep -q '^LibTorch 1\.'; then
+  want_collectives="all-reduce then this rank's slice, all-gather into a list"
+else
+  want_collectives="all-reduce then this rank's slice, all-gather into one tensor"
+fi
 
 for world in 2 4; do
   run_strategy ddp $world
@@ -31,6 +43,9 @@ for world in 2 4; do
               exit !(n == 20 && worst <= 1e-5) }' ||
       fail "$strategy at W=$world does not reproduce DDP's losses"
   done
+  grep -qF "each reduced to this rank's shard and gathered by $want_collectives" \
+    "$WORK/zero2_${world}_0.log" ||
+    fail "zero2 W=$world: expected '$want_collectives' in: $(grep '^zero2:' "$WORK/zero2_${world}_0.log")"
 
   # Memory, from rank 0's metrics after the last step (every rank's shard has the same size).
   read -r p_ddp g_ddp o_ddp <<<"$(held "$WORK/ddp_$world.jsonl")"
@@ -47,6 +62,22 @@ for world in 2 4; do
     fi
   done
 done
+
+# 5. The flat reduce-scatter (NCCL's form) on 2.x's Gloo: same losses as ddp's.
+if ! "$HPCTRAIN" --version | grep -q '^LibTorch 1\.'; then
+  rs="reduce-scatter (HPCTRAIN_GLOO_REDUCE_SCATTER) and all-gather into one tensor"
+  for strategy in zero2 fsdp; do
+    HPCTRAIN_GLOO_REDUCE_SCATTER=1 train "${strategy}_rs" "$strategy" 2
+    grep -qF "$rs" "$WORK/${strategy}_rs_0.log" ||
+      fail "$strategy with HPCTRAIN_GLOO_REDUCE_SCATTER=1: expected '$rs' in: $(grep "^$strategy:" "$WORK/${strategy}_rs_0.log")"
+    paste <(field "$WORK/ddp_2.jsonl" loss) <(field "$WORK/${strategy}_rs.jsonl" loss) |
+      awk -v what="$strategy W=2 by reduce-scatter" '
+        { n++; d = $1 - $2; if (d < 0) d = -d; if (d > worst) worst = d }
+        END { printf "equivalence: %s vs ddp, %d steps, worst loss difference %.2e\n", what, n, worst;
+              exit !(n == 20 && worst <= 1e-5) }' ||
+      fail "$strategy by Gloo's reduce-scatter does not reproduce DDP's losses"
+  done
+fi
 
 # A peer that dies mid-run under zero2: the survivor fails within the timeout instead of hanging.
 dead_peer_check zero2 --strategy zero2

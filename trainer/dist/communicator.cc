@@ -36,7 +36,8 @@ namespace {
 
 // LibTorch 2.x's Gloo gathers into one tensor and reduce-scatters (c10d::Backend's
 // all_gather_single / reduce_scatter_single; 2.15's ProcessGroupGloo implements both). 1.13's
-// Gloo has neither: there fsdp all-gathers into a list of views and all-reduces, then slices.
+// Gloo has neither: there fsdp and zero2 all-gather into a list of views. Both Gloos reduce by
+// an all-reduce of which each rank keeps its slice (reduce_scatter_flat says why).
 // Found by what the backend offers (a C++20 requires-expression; the 2.x build is C++20).
 #if HPC_TORCH_AT_LEAST(2, 0) && __cplusplus >= 202002L
 template <typename PG>
@@ -118,9 +119,11 @@ class C10dCommunicator final : public Communicator {
   int world() const override { return world_; }
   const char* backend() const override { return name_; }
   const char* flat_collectives() const override {
-    if (std::string_view(name_) == "nccl" || kFlatCollectives<PG>) {
-      return "reduce-scatter and all-gather into one tensor";
-    }
+    if (std::string_view(name_) == "nccl") return "reduce-scatter and all-gather into one tensor";
+    if (kFlatCollectives<PG> && gloo_reduce_scatter_)
+      return "reduce-scatter (HPCTRAIN_GLOO_REDUCE_SCATTER) and all-gather into one tensor";
+    if (kFlatCollectives<PG>)
+      return "all-reduce then this rank's slice, all-gather into one tensor";
     return "all-reduce then this rank's slice, all-gather into a list";
   }
 
@@ -236,11 +239,18 @@ class C10dCommunicator final : public Communicator {
       return pending(pg_->_reduce_scatter_base(out, in, o), id);
     }
 #endif
+    // Gloo, also 2.x's: its reduce_scatter_single clones `in` and all-reduces the clone
+    // (ProcessGroupGloo::reduce_scatter_tensor_coalesced), the same traffic as this all-reduce
+    // in place plus a buffer of `in`'s size (zero2 at W=2: +50 MiB peak RSS per rank, measured).
+    // HPCTRAIN_GLOO_REDUCE_SCATTER=1 takes it anyway on 2.x: the tests run the reduce-scatter
+    // form NCCL uses on the CPU that way (docs/libtorch2.md).
     if constexpr (kFlatCollectives<PG>) {
-      c10d::ReduceScatterOptions o;
-      o.reduceOp = c10d::ReduceOp::SUM;
-      const CollectiveId id = start_collective("reduce_scatter");
-      return pending(pg_->reduce_scatter_single(out, in, o), id);
+      if (gloo_reduce_scatter_) {
+        c10d::ReduceScatterOptions o;
+        o.reduceOp = c10d::ReduceOp::SUM;
+        const CollectiveId id = start_collective("reduce_scatter");
+        return pending(pg_->reduce_scatter_single(out, in, o), id);
+      }
     }
     std::vector<at::Tensor> v{in};
     c10d::AllreduceOptions o;
@@ -255,6 +265,10 @@ class C10dCommunicator final : public Communicator {
   c10::intrusive_ptr<c10d::Store> store_;
   int rank_, world_;
   const char* name_;
+  const bool gloo_reduce_scatter_ = [] {
+    const char* v = std::getenv("HPCTRAIN_GLOO_REDUCE_SCATTER");
+    return v != nullptr && std::string_view(v) == "1";
+  }();
 };
 
 std::vector<std::string> split_commas(const std::string& s) {

@@ -31,7 +31,8 @@ class Communicator {
   virtual int world() const = 0;
   virtual const char* backend() const = 0;  // "gloo" or "nccl"
   // How the flat forms below travel (the log names it): one reduce-scatter and one all-gather
-  // into a tensor (NCCL; Gloo in LibTorch 2.x), or 1.13 Gloo's all-reduce + slice and list gather.
+  // into a tensor (NCCL), all-reduce + slice and an all-gather into a tensor (Gloo in LibTorch
+  // 2.x), or all-reduce + slice and a list gather (1.13's Gloo).
   virtual const char* flat_collectives() const = 0;
   // Sum over ranks, in place, started now and finished by Pending::wait().
   virtual std::unique_ptr<Pending> all_reduce_sum(at::Tensor& t) = 0;
@@ -53,13 +54,14 @@ class Communicator {
   // the store itself is unreachable, rank 0 (which serves it) is gone. One line, never throws.
   virtual std::string lost_ranks(std::chrono::milliseconds grace) = 0;
 
-  // Flat forms for sharded parameters (fsdp), both started now and finished by wait():
-  // every rank's `in` [S] into `out` [W S], rank r's at [r S, r S + S). NCCL and 2.x Gloo: one
-  // all-gather into `out`; 1.13 Gloo: the list all-gather into views of `out`.
+  // Flat forms for sharded parameters (fsdp, zero1, zero2), both started now and finished by
+  // wait(): every rank's `in` [S] into `out` [W S], rank r's at [r S, r S + S). NCCL and 2.x Gloo:
+  // one all-gather into `out`; 1.13 Gloo: the list all-gather into views of `out`.
   virtual std::unique_ptr<Pending> all_gather_flat(at::Tensor& out, const at::Tensor& in) = 0;
   // The sum over ranks of `in` [W S]; this rank's slice [rank S, rank S + S) lands in `out` [S].
-  // NCCL and 2.x Gloo: one reduce-scatter; 1.13 Gloo (no reduce_scatter): all-reduce of `in` in
-  // place, and wait() copies the slice. `in` may hold the sum afterwards: don't reuse its values.
+  // NCCL: one reduce-scatter; Gloo (1.13's has no reduce_scatter, 2.x's clones `in`): all-reduce of
+  // `in` in place, and wait() copies the slice. `in` may hold the sum afterwards: don't reuse its
+  // values.
   virtual std::unique_ptr<Pending> reduce_scatter_flat(at::Tensor& out, at::Tensor& in) = 0;
 };
 

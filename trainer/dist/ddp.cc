@@ -2,11 +2,13 @@
 // are the same reducer with the optimiser sharded (dist/zero.h):
 //  - zero1: gradients averaged whole as in DDP; each rank updates its 1/W shard of the flat
 //    parameter vector with its shard of AdamW's moments, then the shards are all-gathered;
-//  - zero2: as each bucket's all-reduce ends, only this rank's shard of it is kept (all-reduce +
-//    narrow: Gloo in LibTorch 1.13 has no reduce_scatter); the bucket and the parameters' full
-//    gradients are freed, so between steps a rank holds 1/W of the gradients and of the moments.
-//    One bucket is in flight at a time (the one before is reduced when the next starts), so
-//    during backward too at most two buckets exist, not the whole model's gradients.
+//  - zero2: each bucket is padded to W S_b elements and rank r owns its slice r (zero.h), so a
+//    full bucket is reduce-scattered straight into this rank's gradient shard (NCCL; on Gloo an
+//    all-reduce in place, then the slice is copied: communicator.cc says why); the
+//    bucket and the parameters' full gradients are freed, so between steps a rank holds 1/W of
+//    the gradients and of the moments. One bucket is in flight at a time (the one before is
+//    reduced when the next starts), so during backward too at most two buckets exist, not the
+//    whole model's gradients.
 //
 // Gradients are gathered into buckets in reverse parameter order (the order backward produces
 // them): the first bucket ~1 MiB so communication starts early, the rest ~25 MiB. A post-hook on
@@ -36,8 +38,8 @@ struct Bucket {
   std::vector<size_t> params;   // indices into the parameter list, in the order they fill
   std::vector<int64_t> offset;  // element offset of each in `flat`
   int64_t numel = 0;
-  at::Tensor flat;     // [numel] gradients of this bucket, contiguous (zero2: only
-                       // while a synchronising backward pass runs)
+  at::Tensor flat;     // [numel] gradients of this bucket, contiguous (zero2: [W S_b], the padding
+                       // zero, only while a synchronising backward pass runs)
   size_t pending = 0;  // gradients still to arrive in this backward pass
   std::unique_ptr<Communicator::Pending> work;
 };
@@ -67,7 +69,10 @@ class Ddp final : public Strategy {
     if (stage_ == Stage::ddp) {
       optimizer_ = std::make_unique<ReplicatedAdamW>(params_, options_.adamw, rank(), world());
     } else {
-      auto sharded = std::make_unique<ShardedAdamW>(params_, options_.adamw, group_.comm());
+      std::vector<std::vector<size_t>> buckets;
+      for (const auto& b : buckets_) buckets.push_back(b.params);
+      auto sharded =
+          std::make_unique<ShardedAdamW>(params_, buckets, options_.adamw, group_.comm());
       if (stage_ == Stage::zero2) {
         sharded->use_gradient_shard();
         zero2_shard_ = sharded.get();
@@ -89,9 +94,13 @@ class Ddp final : public Strategy {
   UnitHooks* unit_hooks() override { return nullptr; }
 
   std::string layout() const override {
-    return fmt::format("{} gradient bucket{} of {} parameters (first {} MiB, then {} MiB)",
+    return fmt::format("{} gradient bucket{} of {} parameters (first {} MiB, then {} MiB){}",
                        buckets_.size(), buckets_.size() == 1 ? "" : "s", params_.size(),
-                       options_.first_bucket_mb, options_.bucket_cap_mb);
+                       options_.first_bucket_mb, options_.bucket_cap_mb,
+                       stage_ == Stage::zero2 ? fmt::format(", each reduced to this rank's "
+                                                            "shard and gathered by {}",
+                                                            group_.comm().flat_collectives())
+                                              : "");
   }
 
   void set_gradient_sync(bool sync) override { sync_ = sync; }
@@ -176,38 +185,55 @@ class Ddp final : public Strategy {
     Bucket& b = buckets_[bucket_of_[i]];
     const auto& g = params_[i].grad();
     const int64_t n = params_[i].numel();
-    if (!b.flat.defined()) b.flat = torch::empty({b.numel}, flat_options());  // zero2
+    if (!b.flat.defined()) {  // zero2: [W S_b], the padding after the gradients zero
+      const int64_t padded =
+          world() * zero2_shard_->shards().buckets[bucket_of_[i]].layout.shard_numel;
+      b.flat = torch::empty({padded}, flat_options());
+      b.flat.narrow(0, b.numel, padded - b.numel).zero_();
+    }
     b.flat.narrow(0, b.offset[slot_of_[i]], n).copy_(g.reshape({n}));
     params_[i].mutable_grad() = at::Tensor();  // finalize points it at the bucket
     if (--b.pending != 0) return;
-    b.work = group_.comm().all_reduce_sum(b.flat);
+    if (stage_ != Stage::zero2) {
+      b.work = group_.comm().all_reduce_sum(b.flat);
+      return;
+    }
+    auto slice = zero2_shard_->gradient_slice(bucket_of_[i]);
+    b.work = group_.comm().reduce_scatter_flat(slice, b.flat);
     // zero2 keeps one bucket in flight: the one before is reduced to its shard and freed now, so
     // that at most two buckets exist at once instead of the whole model's gradients.
-    if (stage_ != Stage::zero2) return;
-    if (last_reducing_ >= 0) reduce_bucket(buckets_[size_t(last_reducing_)]);
+    if (last_reducing_ >= 0) reduce_bucket(size_t(last_reducing_));
     last_reducing_ = int(bucket_of_[i]);
   }
 
-  // Waits for a bucket's all-reduce and makes it the mean; zero2 keeps this rank's shard of it.
-  void reduce_bucket(Bucket& b) {
-    group_.wait(*b.work, "gradient all-reduce");
+  // Waits for a bucket's reduction and makes it the mean: ddp/zero1 the whole bucket, zero2 this
+  // rank's slice in the gradient shard (the bucket is freed).
+  void reduce_bucket(size_t index) {
+    Bucket& b = buckets_[index];
+    group_.wait(*b.work,
+                stage_ == Stage::zero2 ? "gradient reduce-scatter" : "gradient all-reduce");
     b.work.reset();
-    b.flat.mul_(1.0 / double(world()));
-    if (stage_ == Stage::zero2) keep_shard_of(b);
+    if (stage_ != Stage::zero2) {
+      b.flat.mul_(1.0 / double(world()));
+      return;
+    }
+    zero2_shard_->gradient_slice(index).mul_(1.0 / double(world()));
+    b.flat = at::Tensor();
   }
 
   // Runs once at the end of a synchronising backward pass.
   void finalize() {
     callback_queued_ = false;
     last_reducing_ = -1;
-    for (auto& b : buckets_) {
+    for (size_t index = 0; index < buckets_.size(); ++index) {
+      Bucket& b = buckets_[index];
       if (b.pending != 0) {
         throw std::runtime_error(fmt::format(
             "ddp: {} parameter(s) got no gradient in this backward pass (unused parameters are "
             "not supported)",
             b.pending));
       }
-      if (b.work) reduce_bucket(b);  // zero2: all but the last were reduced during backward
+      if (b.work) reduce_bucket(index);  // zero2: all but the last were reduced in backward
       if (stage_ == Stage::zero2) {
         b.pending = b.params.size();
         continue;
@@ -221,24 +247,6 @@ class Ddp final : public Strategy {
       b.pending = b.params.size();
     }
     reduced_ = true;
-  }
-
-  // zero2: this rank's shard of a reduced bucket goes to the gradient shard; the bucket and the
-  // full gradients of its parameters are freed.
-  void keep_shard_of(Bucket& b) {
-    const auto& sh = zero2_shard_->shards();
-    const int64_t lo = rank() * sh.shard_numel, hi = lo + sh.shard_numel;
-    auto& shard = zero2_shard_->gradient_shard();
-    for (size_t s = 0; s < b.params.size(); ++s) {
-      const size_t i = b.params[s];
-      const int64_t begin = sh.flat_offset[i], end = begin + params_[i].numel();
-      const int64_t a = std::max(lo, begin), z = std::min(hi, end);
-      if (a < z) {
-        shard.narrow(0, a - lo, z - a).copy_(b.flat.narrow(0, b.offset[s] + (a - begin), z - a));
-      }
-      params_[i].mutable_grad() = at::Tensor();
-    }
-    b.flat = at::Tensor();
   }
 
   CommunicatorGroup group_;

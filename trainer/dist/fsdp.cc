@@ -43,7 +43,6 @@
 #include "dist/storage_bytes.h"
 #include "dist/strategies.h"
 #include "dist/zero.h"
-#include "optim/optim_cpu.h"
 
 namespace hpc::train::dist {
 namespace {
@@ -60,10 +59,6 @@ void allocate_storage(const at::Tensor& t) {
   if (impl->nbytes() == bytes) return;
   impl->set_data_ptr_noswap(impl->allocator()->allocate(bytes));
   impl->set_nbytes(bytes);
-}
-
-bool plain_cpu_float(const at::Tensor& t) {
-  return t.is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous();
 }
 
 struct Unit {
@@ -242,35 +237,20 @@ class Fsdp final : public Strategy, public UnitHooks {
       return sum_over_ranks(group_.comm(), sumsq, group_.device());
     }));
     const double coef = std::min(1.0, max_norm / (total + 1e-6));  // as clip_grad_norm (optim.cc)
-    ++steps_;
-    const double bc1 = 1.0 - std::pow(options_.adamw.beta1, double(steps_));
-    const double bc2_sqrt = std::sqrt(1.0 - std::pow(options_.adamw.beta2, double(steps_)));
-    const double step_size = lr / bc1;
-    const int r = rank();
+    // AdamW on the shards' pieces: AdamW::step's arithmetic (optim.cc).
+    AdamWTensors pieces;
     for (auto& u : units_) {
       if (coef < 1.0) u.grad_shard.mul_(coef);
-      for (const auto& s : u.layout.of_rank[size_t(r)]) {
-        auto p = u.shard.narrow(0, s.shard_offset, s.length);
-        auto g = u.grad_shard.narrow(0, s.shard_offset, s.length);
-        auto m = u.m.narrow(0, s.shard_offset, s.length);
-        auto v = u.v.narrow(0, s.shard_offset, s.length);
-        const double decay =
-            params_[u.params[s.param]].dim() >= 2 ? 1.0 - lr * options_.adamw.weight_decay : 1.0;
-        if (plain_cpu_float(p)) {
-          AdamWStep st{float(decay),    float(options_.adamw.beta1), float(options_.adamw.beta2),
-                       float(bc2_sqrt), float(options_.adamw.eps),   float(step_size)};
-          adamw_update(p.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(),
-                       v.data_ptr<float>(), s.length, st);
-          continue;
-        }
-        if (decay != 1.0) p.mul_(decay);
-        m.mul_(options_.adamw.beta1).add_(g, 1.0 - options_.adamw.beta1);
-        v.mul_(options_.adamw.beta2).addcmul_(g, g, 1.0 - options_.adamw.beta2);
-        auto denom = (v.sqrt() / bc2_sqrt).add_(options_.adamw.eps);
-        p.addcdiv_(m, denom, -step_size);
+      for (const auto& s : u.layout.of_rank[size_t(rank())]) {
+        pieces.add(u.shard.narrow(0, s.shard_offset, s.length),
+                   u.grad_shard.narrow(0, s.shard_offset, s.length),
+                   u.m.narrow(0, s.shard_offset, s.length), u.v.narrow(0, s.shard_offset, s.length),
+                   params_[u.params[s.param]].dim() >= 2);
       }
-      u.grad_shard.zero_();
     }
+    adamw_update_tensors(pieces, options_.adamw, ++steps_, lr,
+                         device().is_cuda() && AdamW::fused_available());
+    for (auto& u : units_) u.grad_shard.zero_();
     return total;
   }
 

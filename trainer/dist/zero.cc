@@ -7,8 +7,6 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include "optim/optim_cpu.h"
-
 namespace hpc::train::dist {
 
 FlatShards::FlatShards(const std::vector<int64_t>& numels, int world) {
@@ -28,11 +26,25 @@ FlatShards::FlatShards(const std::vector<int64_t>& numels, int world) {
   }
 }
 
-namespace {
-
-bool plain_cpu_float(const at::Tensor& t) {
-  return t.is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous();
+BucketShards::BucketShards(const std::vector<std::vector<size_t>>& bucket_params,
+                           const std::vector<int64_t>& numels, int world) {
+  of_rank.resize(size_t(world));
+  for (const auto& params : bucket_params) {
+    std::vector<int64_t> sizes;
+    for (size_t i : params) sizes.push_back(numels.at(i));
+    Bucket b{params, FlatShards(sizes, world), shard_numel};
+    for (int r = 0; r < world; ++r) {
+      for (const auto& s : b.layout.of_rank[size_t(r)]) {
+        of_rank[size_t(r)].push_back(
+            {params[s.param], s.param_offset, b.shard_offset + s.shard_offset, s.length});
+      }
+    }
+    shard_numel += b.layout.shard_numel;
+    buckets.push_back(std::move(b));
+  }
 }
+
+namespace {
 
 // The elements [offset, offset + length) of t, as a 1-D view.
 at::Tensor piece(const at::Tensor& t, int64_t offset, int64_t length) {
@@ -41,17 +53,25 @@ at::Tensor piece(const at::Tensor& t, int64_t offset, int64_t length) {
 
 }  // namespace
 
-ShardedAdamW::ShardedAdamW(std::vector<at::Tensor> params, AdamWOptions options, Communicator& comm)
+ShardedAdamW::ShardedAdamW(std::vector<at::Tensor> params,
+                           const std::vector<std::vector<size_t>>& buckets, AdamWOptions options,
+                           Communicator& comm)
     : params_(std::move(params)), opt_(options), comm_(comm) {
   std::vector<int64_t> numels;
   for (const auto& p : params_) {
     if (!p.is_contiguous()) throw std::runtime_error("zero: parameters must be contiguous");
     numels.push_back(p.numel());
   }
-  shards_ = FlatShards(numels, comm_.world());
+  shards_ = BucketShards(buckets, numels, comm_.world());
   const auto o = params_.at(0).options().requires_grad(false);
   m_ = torch::zeros({shards_.shard_numel}, o);
   v_ = torch::zeros({shards_.shard_numel}, o);
+  use_fused(params_.at(0).is_cuda());
+}
+
+at::Tensor ShardedAdamW::gradient_slice(size_t bucket) {
+  const auto& b = shards_.buckets.at(bucket);
+  return grad_shard_.narrow(0, b.shard_offset, b.layout.shard_numel);
 }
 
 void ShardedAdamW::use_gradient_shard() {
@@ -88,31 +108,15 @@ double ShardedAdamW::clip_and_step(double max_norm, double lr) {
     for (auto& g : grads) g.mul_(coef);
   }
 
-  // AdamW on the shard, in AdamW::step's order of operations (optim.cc).
-  ++steps_;
-  const double bc1 = 1.0 - std::pow(opt_.beta1, double(steps_));
-  const double bc2_sqrt = std::sqrt(1.0 - std::pow(opt_.beta2, double(steps_)));
-  const double step_size = lr / bc1;
+  // AdamW on the shard's pieces: AdamW::step's arithmetic (optim.cc).
+  AdamWTensors pieces;
   for (size_t k = 0; k < mine.size(); ++k) {
     const auto& s = mine[k];
-    auto p = piece(params_[s.param].detach(), s.param_offset, s.length);
-    auto m = m_.narrow(0, s.shard_offset, s.length);
-    auto v = v_.narrow(0, s.shard_offset, s.length);
-    const auto& g = grads[k];
-    const double decay = params_[s.param].dim() >= 2 ? 1.0 - lr * opt_.weight_decay : 1.0;
-    if (plain_cpu_float(p) && plain_cpu_float(g) && plain_cpu_float(m)) {
-      AdamWStep st{float(decay),    float(opt_.beta1), float(opt_.beta2),
-                   float(bc2_sqrt), float(opt_.eps),   float(step_size)};
-      adamw_update(p.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(),
-                   v.data_ptr<float>(), s.length, st);
-      continue;
-    }
-    if (decay != 1.0) p.mul_(decay);
-    m.mul_(opt_.beta1).add_(g, 1.0 - opt_.beta1);
-    v.mul_(opt_.beta2).addcmul_(g, g, 1.0 - opt_.beta2);
-    auto denom = (v.sqrt() / bc2_sqrt).add_(opt_.eps);
-    p.addcdiv_(m, denom, -step_size);
+    pieces.add(piece(params_[s.param].detach(), s.param_offset, s.length), grads[k],
+               m_.narrow(0, s.shard_offset, s.length), v_.narrow(0, s.shard_offset, s.length),
+               params_[s.param].dim() >= 2);
   }
+  adamw_update_tensors(pieces, opt_, ++steps_, lr, fused_);
   all_gather_parameters();
   return total;
 }
@@ -143,43 +147,46 @@ std::vector<StatePiece> ShardedAdamW::pieces_to_load() {
   return out;
 }
 
-// The shards go round in chunks of at most kGatherChunk elements per rank: W + 1 buffers of a
-// chunk (4 MiB each in fp32) instead of the whole model's size, which would put zero1's peak
-// back at ddp's.
+// Each bucket's slices go round in chunks of at most kGatherChunk elements per rank: buffers of
+// W + 1 chunks (4 MiB each in fp32) instead of a bucket's size (unit 0's embedding makes one
+// bucket of ~150 MiB in GPT-2 small), which would raise zero1's peak.
 constexpr int64_t kGatherChunk = int64_t(1) << 20;
 
 void ShardedAdamW::all_gather_parameters() {
   torch::NoGradGuard no_grad;
   const int world = comm_.world(), rank = comm_.rank();
   const auto o = params_[0].options().requires_grad(false);
-  const int64_t S = shards_.shard_numel;
-  const int64_t chunk = std::min(S, kGatherChunk);
+  int64_t largest = 0;
+  for (const auto& b : shards_.buckets) largest = std::max(largest, b.layout.shard_numel);
+  const int64_t chunk = std::min(largest, kGatherChunk);
   auto send_buffer = torch::empty({chunk}, o);
-  std::vector<at::Tensor> out_buffers;
-  for (int r = 0; r < world; ++r) out_buffers.push_back(torch::empty({chunk}, o));
-  // Calls f(piece of a parameter, offset in the chunk) for rank r's segments in [c0, c0 + n).
-  auto pieces_in = [&](int r, int64_t c0, int64_t n, auto&& f) {
-    for (const auto& s : shards_.of_rank[size_t(r)]) {
-      const int64_t a = std::max(c0, s.shard_offset);
-      const int64_t z = std::min(c0 + n, s.shard_offset + s.length);
-      if (a >= z) continue;
-      f(piece(params_[s.param].detach(), s.param_offset + (a - s.shard_offset), z - a), a - c0);
-    }
-  };
-  for (int64_t c0 = 0; c0 < S; c0 += chunk) {
-    const int64_t n = std::min(chunk, S - c0);
-    auto send = send_buffer.narrow(0, 0, n);
-    send.zero_();  // padding
-    pieces_in(rank, c0, n,
-              [&](const at::Tensor& p, int64_t at) { send.narrow(0, at, p.numel()).copy_(p); });
-    std::vector<at::Tensor> out;
-    for (int r = 0; r < world; ++r) out.push_back(out_buffers[size_t(r)].narrow(0, 0, n));
-    comm_.all_gather(out, send);
-    for (int r = 0; r < world; ++r) {
-      if (r == rank) continue;
-      pieces_in(r, c0, n, [&](at::Tensor p, int64_t at) {
-        p.copy_(out[size_t(r)].narrow(0, at, p.numel()));
-      });
+  auto out_buffer = torch::empty({world * chunk}, o);
+  for (const auto& b : shards_.buckets) {
+    const int64_t S = b.layout.shard_numel;
+    // Calls f(piece of a parameter, offset in the chunk) for rank r's segments of bucket b in
+    // its slice's [c0, c0 + n).
+    auto pieces_in = [&](int r, int64_t c0, int64_t n, auto&& f) {
+      for (const auto& s : b.layout.of_rank[size_t(r)]) {
+        const int64_t a = std::max(c0, s.shard_offset);
+        const int64_t z = std::min(c0 + n, s.shard_offset + s.length);
+        if (a >= z) continue;
+        const auto& p = params_[b.params[s.param]];
+        f(piece(p.detach(), s.param_offset + (a - s.shard_offset), z - a), a - c0);
+      }
+    };
+    for (int64_t c0 = 0; c0 < S; c0 += chunk) {
+      const int64_t n = std::min(chunk, S - c0);
+      auto send = send_buffer.narrow(0, 0, n);
+      send.zero_();  // padding
+      pieces_in(rank, c0, n,
+                [&](const at::Tensor& p, int64_t at) { send.narrow(0, at, p.numel()).copy_(p); });
+      auto out = out_buffer.narrow(0, 0, world * n);  // rank r's chunk at [r n, r n + n)
+      comm_.all_gather_flat(out, send)->wait();
+      for (int r = 0; r < world; ++r) {
+        if (r == rank) continue;
+        pieces_in(r, c0, n,
+                  [&](at::Tensor p, int64_t at) { p.copy_(out.narrow(0, r * n + at, p.numel())); });
+      }
     }
   }
 }

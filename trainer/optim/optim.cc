@@ -35,61 +35,76 @@ bool plain_cpu_float(const at::Tensor& t) {
 }  // namespace
 
 void AdamW::step(double lr) {
-  if (fused_) return step_fused(lr);
-  torch::NoGradGuard no_grad;
-  ++steps_;
-  const double bc1 = 1.0 - std::pow(opt_.beta1, double(steps_));
-  const double bc2 = 1.0 - std::pow(opt_.beta2, double(steps_));
-  const double step_size = lr / bc1;
-  const double bc2_sqrt = std::sqrt(bc2);
+  AdamWTensors t;
   for (size_t i = 0; i < params_.size(); ++i) {
-    auto& p = params_[i];
-    const auto& g = p.grad();
-    if (!g.defined()) continue;
-    const double decay = decay_[i] ? 1.0 - lr * opt_.weight_decay : 1.0;
-    if (plain_cpu_float(p) && plain_cpu_float(g) && plain_cpu_float(m_[i]) &&
-        plain_cpu_float(v_[i])) {
-      AdamWStep s{float(decay),    float(opt_.beta1), float(opt_.beta2),
-                  float(bc2_sqrt), float(opt_.eps),   float(step_size)};
-      adamw_update(p.data_ptr<float>(), g.data_ptr<float>(), m_[i].data_ptr<float>(),
-                   v_[i].data_ptr<float>(), p.numel(), s);
-      continue;
-    }
-    if (decay != 1.0) p.mul_(decay);
-    m_[i].mul_(opt_.beta1).add_(g, 1.0 - opt_.beta1);
-    v_[i].mul_(opt_.beta2).addcmul_(g, g, 1.0 - opt_.beta2);
-    auto denom = (v_[i].sqrt() / bc2_sqrt).add_(opt_.eps);
-    p.addcdiv_(m_[i], denom, -step_size);
+    if (params_[i].grad().defined()) t.add(params_[i], params_[i].grad(), m_[i], v_[i], decay_[i]);
   }
+  adamw_update_tensors(t, opt_, ++steps_, lr, fused_);
 }
 
-// The same update as step(), by at::_fused_adamw_ over each weight-decay group: the decayed
-// tensors (2+ dimensions) with lr wd, the others with 0. Its step count is a tensor on the
-// parameters' device (the kernel reads it there); bias corrections as in step().
-void AdamW::step_fused(double lr) {
-  torch::NoGradGuard no_grad;
-  ++steps_;
+void AdamWTensors::add(at::Tensor param, at::Tensor grad, at::Tensor exp_avg, at::Tensor exp_avg_sq,
+                       bool decay) {
+  p.push_back(std::move(param));
+  g.push_back(std::move(grad));
+  m.push_back(std::move(exp_avg));
+  v.push_back(std::move(exp_avg_sq));
+  decayed.push_back(decay);
+}
+
+namespace {
+
+// The update by at::_fused_adamw_ over each weight-decay group: the decayed tensors with lr wd,
+// the others with 0. Its step count is a tensor on the parameters' device (the kernel reads it
+// there); its bias corrections are the loop's.
+void adamw_update_fused(const AdamWTensors& t, const AdamWOptions& o, int64_t steps, double lr) {
 #if HPC_TORCH_AT_LEAST(2, 4)
   for (bool decayed : {true, false}) {
-    std::vector<at::Tensor> p, g, m, v, t;
-    for (size_t i = 0; i < params_.size(); ++i) {
-      if (decay_[i] != decayed || !params_[i].grad().defined()) continue;
-      p.push_back(params_[i]);
-      g.push_back(params_[i].grad());
-      m.push_back(m_[i]);
-      v.push_back(v_[i]);
+    std::vector<at::Tensor> p, g, m, v, s;
+    for (size_t k = 0; k < t.p.size(); ++k) {
+      if (t.decayed[k] != decayed) continue;
+      p.push_back(t.p[k]);
+      g.push_back(t.g[k]);
+      m.push_back(t.m[k]);
+      v.push_back(t.v[k]);
     }
     if (p.empty()) continue;
-    const auto step = at::full({}, double(steps_), p[0].options().dtype(at::kFloat));
-    t.assign(p.size(), step);
-    at::_fused_adamw_(p, g, m, v, /*max_exp_avg_sqs=*/{}, t, lr, opt_.beta1, opt_.beta2,
-                      decayed ? opt_.weight_decay : 0.0, opt_.eps, /*amsgrad=*/false,
+    const auto step = at::full({}, double(steps), p[0].options().dtype(at::kFloat));
+    s.assign(p.size(), step);
+    at::_fused_adamw_(p, g, m, v, /*max_exp_avg_sqs=*/{}, s, lr, o.beta1, o.beta2,
+                      decayed ? o.weight_decay : 0.0, o.eps, /*amsgrad=*/false,
                       /*maximize=*/false);
   }
 #else
-  (void)lr;
-  throw std::logic_error("AdamW::step_fused: this LibTorch has no _fused_adamw_");
+  (void)t, (void)o, (void)steps, (void)lr;
+  throw std::logic_error("adamw_update_tensors: this LibTorch has no _fused_adamw_");
 #endif
+}
+
+}  // namespace
+
+void adamw_update_tensors(const AdamWTensors& t, const AdamWOptions& o, int64_t steps, double lr,
+                          bool fused) {
+  torch::NoGradGuard no_grad;
+  if (fused) return adamw_update_fused(t, o, steps, lr);
+  const double bc1 = 1.0 - std::pow(o.beta1, double(steps));
+  const double bc2_sqrt = std::sqrt(1.0 - std::pow(o.beta2, double(steps)));
+  const double step_size = lr / bc1;
+  for (size_t k = 0; k < t.p.size(); ++k) {
+    const auto &p = t.p[k], &g = t.g[k], &m = t.m[k], &v = t.v[k];
+    const double decay = t.decayed[k] ? 1.0 - lr * o.weight_decay : 1.0;
+    if (plain_cpu_float(p) && plain_cpu_float(g) && plain_cpu_float(m) && plain_cpu_float(v)) {
+      AdamWStep s{float(decay),    float(o.beta1), float(o.beta2),
+                  float(bc2_sqrt), float(o.eps),   float(step_size)};
+      adamw_update(p.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(),
+                   v.data_ptr<float>(), p.numel(), s);
+      continue;
+    }
+    if (decay != 1.0) p.mul_(decay);
+    m.mul_(o.beta1).add_(g, 1.0 - o.beta1);
+    v.mul_(o.beta2).addcmul_(g, g, 1.0 - o.beta2);
+    auto denom = (v.sqrt() / bc2_sqrt).add_(o.eps);
+    p.addcdiv_(m, denom, -step_size);
+  }
 }
 
 double sum_of_squares(const std::vector<at::Tensor>& tensors) {

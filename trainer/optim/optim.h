@@ -50,9 +50,23 @@ class AdamW {
   AdamWOptions opt_;
   int64_t steps_ = 0;
   bool fused_ = false;
-
-  void step_fused(double lr);
 };
+
+// Matching tensors for one AdamW update: p[k] (a parameter, or a 1-D piece of one), its gradient
+// g[k] and moments m[k], v[k], all of p[k]'s shape; decayed[k]: whether p[k] gets weight decay.
+// The sharded optimisers (dist/zero.cc, dist/fsdp.cc) list pieces of their shards here.
+struct AdamWTensors {
+  std::vector<at::Tensor> p, g, m, v;
+  std::vector<bool> decayed;
+  void add(at::Tensor param, at::Tensor grad, at::Tensor exp_avg, at::Tensor exp_avg_sq,
+           bool decay);
+};
+
+// One AdamW update of `t` (AdamW::step's arithmetic); `steps` counts this update. With `fused`
+// (only where AdamW::fused_available()) at::_fused_adamw_, one call per weight-decay group;
+// else the loop: optim_cpu.cc's for plain CPU float tensors, LibTorch's operators for the rest.
+void adamw_update_tensors(const AdamWTensors& t, const AdamWOptions& options, int64_t steps,
+                          double lr, bool fused);
 
 // Scales all gradients by min(1, max_norm / (norm + 1e-6)) where norm is the 2-norm of all of
 // them together (torch.nn.utils.clip_grad_norm_); returns that norm, before clipping.
