@@ -27,16 +27,7 @@ struct DiffFlags {
 };
 
 RunSnapshot snapshot_of(const std::string& run, const std::string& runs_dir) {
-  std::error_code ec;
-  const std::string root = fs::absolute(runs_dir, ec).lexically_normal().string();
-  std::optional<RunRecord> record = find_run(root, run);
-  if (!record) {
-    throw UserError(comment_text(run),
-                    "no run of that job id or run directory name under " + runs_dir,
-                    "hpclaunch list shows the runs; pass --runs-dir if they live elsewhere, or "
-                    "the path of the run directory");
-  }
-  return load_run_snapshot(*record);
+  return load_run_snapshot(find_recorded_run(run, runs_dir));
 }
 
 int diff_two_runs(const DiffFlags& f) {

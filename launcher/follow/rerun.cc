@@ -14,7 +14,6 @@
 namespace fs = std::filesystem;
 
 namespace hpc {
-namespace {
 
 RunRecord find_recorded_run(const std::string& run, const std::string& runs_dir) {
   std::error_code ec;
@@ -28,6 +27,9 @@ RunRecord find_recorded_run(const std::string& run, const std::string& runs_dir)
   }
   return *record;
 }
+
+namespace {
+
 
 // The backend the run used, unless the command line named one.
 BackendChoice rerun_backend(const RerunRequest& request, const RunRecord& record) {

@@ -26,6 +26,10 @@ struct RerunRequest {
 // nothing did (or nothing was recorded).
 std::string program_change_since(const RunRecord& record, const std::string& dir);
 
+// The run `run` names (a job id, a run directory's name or its path) under runs_dir; UserError
+// (one line: hpclaunch list, --runs-dir) when there is none.
+RunRecord find_recorded_run(const std::string& run, const std::string& runs_dir);
+
 int rerun_job(const RerunRequest& request, const std::vector<std::string>& command);
 
 }  // namespace hpc

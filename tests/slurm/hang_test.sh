@@ -23,31 +23,17 @@ set -euo pipefail
 case_name=$1 hpclaunch=$2 hpctrain=$3
 [[ $case_name == local ]] ||
   : "${SLURM_CONF:?run me through ctest (the slurm_cluster fixture sets SLURM_CONF)}"
-work=$(mktemp -d "${TMPDIR:-/tmp}/hang-test.XXXXXX")
-name="hang-$case_name-$$"
-jobs_of_test() { squeue --noheader --name "$name" --format %i 2>/dev/null || true; }
-cleanup() {
-  local ids
-  if [[ $case_name == local ]]; then
-    [[ -z ${job:-} ]] || (cd "$work" && "$hpclaunch" cancel "$job" >/dev/null 2>&1) || true
-  else
-    mapfile -t ids < <(jobs_of_test)
-    ((${#ids[@]} == 0)) || scancel "${ids[@]}" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-cd "$work"
-export XDG_CONFIG_HOME="$work/xdg" HPCLAUNCH_PATH="" GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=1
-
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$work"/*.err "$work"/*.out; do [[ -f $f ]] && { echo "--- $f" >&2; tail -n 40 "$f" >&2; }; done
-  exit 1
-}
-# job_field, wait_state, submitted_id
+# job_field, wait_state, submitted_id, begin_job_test, fail_showing
 # shellcheck source-path=SCRIPTDIR source=job_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
+begin_job_test hang
+# The local backend's job: no Slurm to ask, hpclaunch cancels it.
+cleanup_extra() {
+  if [[ $case_name == local && -n ${job:-} ]]; then
+    (cd "$work" && "$hpclaunch" cancel "$job" >/dev/null 2>&1) || true
+  fi
+}
+fail() { fail_showing 40 "$*" "$work"/*.err "$work"/*.out; }
 
 common=(run --no-project --preset 2n2g --set shape.gpus_per_node=1 --set shape.cpus_per_gpu=1
   --set "job.name=$name" --set job.hang_seconds=10 --set shape.time=00:10:00)

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shared by the shell tests that run jobs on the test cluster (tests/slurm/preempt_test.sh,
+# Shared by the shell tests that run jobs on the test cluster (tests/slurm/*_test.sh,
 # tests/programs/programs_test.sh): reading a job's fields and waiting for its states. Sourced;
 # needs scontrol on PATH and SLURM_CONF set (the CTest fixture slurm_cluster).
 
@@ -27,4 +27,37 @@ wait_submitted() {  # ERRFILE -> job id, within 60 s
     sleep 0.1
   done
   return 1
+}
+
+# begin_job_test PREFIX: this test's folder $work (removed on exit) and its job name $name
+# (PREFIX-CASE-PID, CASE from $case_name). On exit, cleanup_extra runs first when the test
+# defines it, then the test's jobs still known to Slurm are cancelled and $follower (a
+# background hpclaunch, when set) is killed. Every case runs in its own config folder, with
+# Gloo on loopback and one thread.
+begin_job_test() {
+  work=$(mktemp -d "${TMPDIR:-/tmp}/$1-test.XXXXXX")
+  name="$1-${case_name:?the test sets case_name first}-$$"
+  trap end_job_test EXIT
+  cd "$work" || exit 1
+  export XDG_CONFIG_HOME="$work/xdg" HPCLAUNCH_PATH="" GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=1
+}
+jobs_of_test() { squeue --noheader --name "$name" --format %i 2>/dev/null || true; }
+end_job_test() {
+  local ids
+  if declare -F cleanup_extra >/dev/null; then cleanup_extra || true; fi
+  if [[ -n "${SLURM_CONF:-}" ]]; then
+    mapfile -t ids < <(jobs_of_test)
+    ((${#ids[@]} == 0)) || scancel "${ids[@]}" 2>/dev/null || true
+  fi
+  [[ -z "${follower:-}" ]] || kill "$follower" 2>/dev/null || true
+  rm -rf "$work"
+}
+# fail_showing LINES MESSAGE FILE...: MESSAGE and the last LINES lines of each FILE that exists,
+# on stderr; exits 1.
+fail_showing() {
+  local lines=$1 message=$2 f
+  shift 2
+  echo "FAIL: ${message}" >&2
+  for f in "$@"; do [[ -f $f ]] && { echo "--- $f" >&2; tail -n "$lines" "$f" >&2; }; done
+  exit 1
 }

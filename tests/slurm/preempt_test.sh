@@ -30,25 +30,11 @@
 set -euo pipefail
 case_name=$1 hpclaunch=$2 hpctrain=$3
 : "${SLURM_CONF:?run me through ctest (the slurm_cluster fixture sets SLURM_CONF)}"
-work=$(mktemp -d "${TMPDIR:-/tmp}/preempt-test.XXXXXX")
-name="preempt-$case_name-$$"
-jobs_of_test() { squeue --noheader --name "$name" --format %i 2>/dev/null || true; }
-cleanup() {
-  local ids
-  mapfile -t ids < <(jobs_of_test)
-  ((${#ids[@]} == 0)) || scancel "${ids[@]}" 2>/dev/null || true
-  [[ -z "${follower:-}" ]] || kill "$follower" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-cd "$work"
-export XDG_CONFIG_HOME="$work/xdg" HPCLAUNCH_PATH="" GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=1
-
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$work"/*.err; do [[ -f $f ]] && { echo "--- $f" >&2; tail -n 30 "$f" >&2; }; done
-  exit 1
-}
+# job_field, wait_state, submitted_id, wait_submitted, begin_job_test, fail_showing
+# shellcheck source-path=SCRIPTDIR source=job_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
+begin_job_test preempt
+fail() { fail_showing 30 "$*" "$work"/*.err; }
 
 for i in $(seq 1 400); do
   echo "line $i: the quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs."
@@ -68,9 +54,6 @@ run_job() {  # TAG MAX_STEPS [more trainer args]
     --seed 9 --threads 1 --log-every 10 --max-steps "$steps" --checkpoint-dir "$work/ck-$tag" "$@"
 }
 
-# job_field, wait_state, submitted_id, wait_submitted
-# shellcheck source-path=SCRIPTDIR source=job_lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
 # Step lines in the run's metrics file (written by rank 0 into the run directory).
 metrics_of() { echo "$work/runs/$name-$1/metrics.jsonl"; }
 step_count() { if [[ -f $1 ]]; then grep -c '"loss"' "$1" || true; else echo 0; fi; }

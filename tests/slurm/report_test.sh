@@ -16,29 +16,11 @@
 #             "no training steps" said; bad input: one line, exit 2, nothing written.
 set -euo pipefail
 case_name=$1 hpclaunch=$2 hpctrain=$3
-work=$(mktemp -d "${TMPDIR:-/tmp}/report-test.XXXXXX")
-name="report-$case_name-$$"
-jobs_of_test() { squeue --noheader --name "$name" --format %i 2>/dev/null || true; }
-cleanup() {
-  if [[ $case_name == requeue2 ]]; then
-    local ids
-    mapfile -t ids < <(jobs_of_test)
-    ((${#ids[@]} == 0)) || scancel "${ids[@]}" 2>/dev/null || true
-  fi
-  [[ -z "${follower:-}" ]] || kill "$follower" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-cd "$work"
-export XDG_CONFIG_HOME="$work/xdg" HPCLAUNCH_PATH="" GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=1
-
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$work"/*.err "$work"/*.out "$work"/runs/*/timeline.jsonl; do
-    [[ -f $f ]] && { echo "--- $f" >&2; tail -n 30 "$f" >&2; }
-  done
-  exit 1
-}
+# job_field, wait_state, submitted_id, begin_job_test, fail_showing
+# shellcheck source-path=SCRIPTDIR source=job_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
+begin_job_test report
+fail() { fail_showing 30 "$*" "$work"/*.err "$work"/*.out "$work"/runs/*/timeline.jsonl; }
 
 for i in $(seq 1 400); do
   echo "line $i: the quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs."
@@ -60,8 +42,6 @@ check_plot() {  # RUN_DIR
 case "$case_name" in
   requeue2 | preempt)
     : "${SLURM_CONF:?run me through ctest (the slurm_cluster fixture sets SLURM_CONF)}"
-    # shellcheck source-path=SCRIPTDIR source=job_lib.sh
-    source "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
     steps=600
     "$hpclaunch" run --no-project --preset 2n2g --strategy ddp \
       --set shape.gpus_per_node=1 --set shape.cpus_per_gpu=1 --set "job.name=$name" \

@@ -23,6 +23,15 @@ common=(--data "$WORK/data/corpus_train.txt" --model tiny --n-embd 66 --block-si
 held() { echo $(field <(tail -n1 "$1") param_bytes) $(field <(tail -n1 "$1") grad_bytes) \
               $(field <(tail -n1 "$1") optimizer_bytes); }
 
+# REF TAG WHAT: TAG's 20 losses are REF's (ddp's) to 1e-5; prints the worst difference.
+same_losses() {
+  paste <(field "$WORK/$1.jsonl" loss) <(field "$WORK/$2.jsonl" loss) |
+    awk -v what="$3" '
+      { n++; d = $1 - $2; if (d < 0) d = -d; if (d > worst) worst = d }
+      END { printf "equivalence: %s vs ddp, %d steps, worst loss difference %.2e\n", what, n, worst;
+            exit !(n == 20 && worst <= 1e-5) }'
+}
+
 # The collectives zero2's log names (as fsdp_test.sh's).
 if "$HPCTRAIN" --version | grep -q '^LibTorch 1\.'; then
   want_collectives="all-reduce then this rank's slice, all-gather into a list"
@@ -36,11 +45,7 @@ for world in 2 4; do
   [[ $clipped -ge 10 ]] || fail "clipping was active in only $clipped of 20 steps"
   for strategy in zero1 zero2; do
     run_strategy $strategy $world
-    paste <(field "$WORK/ddp_$world.jsonl" loss) <(field "$WORK/${strategy}_$world.jsonl" loss) |
-      awk -v what="$strategy W=$world" '
-        { n++; d = $1 - $2; if (d < 0) d = -d; if (d > worst) worst = d }
-        END { printf "equivalence: %s vs ddp, %d steps, worst loss difference %.2e\n", what, n, worst;
-              exit !(n == 20 && worst <= 1e-5) }' ||
+    same_losses "ddp_$world" "${strategy}_$world" "$strategy W=$world" ||
       fail "$strategy at W=$world does not reproduce DDP's losses"
   done
   grep -qF "each reduced to this rank's shard and gathered by $want_collectives" \
@@ -70,11 +75,7 @@ if ! "$HPCTRAIN" --version | grep -q '^LibTorch 1\.'; then
     HPCTRAIN_GLOO_REDUCE_SCATTER=1 train "${strategy}_rs" "$strategy" 2
     grep -qF "$rs" "$WORK/${strategy}_rs_0.log" ||
       fail "$strategy with HPCTRAIN_GLOO_REDUCE_SCATTER=1: expected '$rs' in: $(grep "^$strategy:" "$WORK/${strategy}_rs_0.log")"
-    paste <(field "$WORK/ddp_2.jsonl" loss) <(field "$WORK/${strategy}_rs.jsonl" loss) |
-      awk -v what="$strategy W=2 by reduce-scatter" '
-        { n++; d = $1 - $2; if (d < 0) d = -d; if (d > worst) worst = d }
-        END { printf "equivalence: %s vs ddp, %d steps, worst loss difference %.2e\n", what, n, worst;
-              exit !(n == 20 && worst <= 1e-5) }' ||
+    same_losses ddp_2 "${strategy}_rs" "$strategy W=2 by reduce-scatter" ||
       fail "$strategy by Gloo's reduce-scatter does not reproduce DDP's losses"
   done
 fi

@@ -166,12 +166,14 @@ class C10dCommunicator final : public Communicator {
 
   std::unique_ptr<Pending> send(at::Tensor& t, int peer) override {
     std::vector<at::Tensor> v{t};
-    return pending(pg_->send(v, peer, /*tag=*/0));
+    const CollectiveId id = start_collective("send");
+    return pending(pg_->send(v, peer, /*tag=*/0), id);
   }
 
   std::unique_ptr<Pending> recv(at::Tensor& t, int peer) override {
     std::vector<at::Tensor> v{t};
-    return pending(pg_->recv(v, peer, /*tag=*/0));
+    const CollectiveId id = start_collective("recv");
+    return pending(pg_->recv(v, peer, /*tag=*/0), id);
   }
 
   std::string lost_ranks(std::chrono::milliseconds grace) override {
