@@ -12,6 +12,7 @@
 #include "posix_io.h"
 #include "render/shell.h"
 #include "spec/sbatch_long_options.h"
+#include "spec/slurm_time.h"
 #include "spec/spec.h"
 #include "text.h"
 

@@ -30,7 +30,6 @@ RunRecord find_recorded_run(const std::string& run, const std::string& runs_dir)
 
 namespace {
 
-
 // The backend the run used, unless the command line named one.
 BackendChoice rerun_backend(const RerunRequest& request, const RunRecord& record) {
   BackendChoice c = request.choice;

@@ -166,7 +166,7 @@ TEST_CASE("launch render: the user's argv and torchrun command stay quoted text"
                                             "$HOME"};
   std::vector<std::string> words = {"python"};
   words.insert(words.end(), hostile.begin(), hostile.end());
-  for (const std::string& mode : {"srun", "torchrun"}) {
+  for (const std::string mode : {"srun", "torchrun"}) {
     std::string s =
         render(resolve(mode, words, "generic", {R"j(torchrun.command=["torch run", "$(id)"])j"}));
     CHECK(check_script(s).empty());

@@ -36,7 +36,10 @@ TEST_CASE("render: GPU request syntax follows the cluster profile", "[render]") 
 }
 
 TEST_CASE("render: the script's parts come in the documented order", "[render]") {
-  std::string s = render(resolve("2n4g", "jsc", {"profile.account=p"}));
+  // jsc.json sets no env of its own: the profile's env goes between OMP_NUM_THREADS and the nodes.
+  std::string s = render(resolve(
+      "2n4g", "jsc",
+      {"profile.account=p", R"(profile.env.UCX_RC_TIMEOUT={"value": "4s", "reason": "a site"})"}));
   std::vector<std::string> order = {"#!/bin/bash",
                                     "# Spec: sha256 ",
                                     "#SBATCH --job-name=",
@@ -60,7 +63,7 @@ TEST_CASE("render: the script's parts come in the documented order", "[render]")
     at = found;
   }
   CHECK(contains(s, "#SBATCH --signal=B:USR1@90"));
-  CHECK(contains(s, "# JSC recommends a longer UCX timeout"));  // the reason, as a comment
+  CHECK(contains(s, "# a site\n"));  // the reason, as a comment
 }
 
 TEST_CASE("render: NCCL_P2P_DISABLE=auto reads nvidia-smi topo at job start", "[render]") {
@@ -102,7 +105,8 @@ TEST_CASE("render: the site environment comes in order, before the job's own env
   std::string s = render(
       resolve("1n1g", "jsc",
               {"profile.account=p", "profile.module_purge=force", "profile.setup=[\"echo set up\"]",
-               "profile.python.venv=~/venvs/train", "job.env_from_submit=[\"WANDB_API_KEY\"]"}));
+               "profile.python.venv=~/venvs/train", "job.env_from_submit=[\"WANDB_API_KEY\"]",
+               R"(profile.env.UCX_RC_TIMEOUT={"value": "4s", "reason": "a site"})"}));
   std::vector<std::string> order = {"if ! type module >/dev/null 2>&1; then",
                                     "if ! module --force purge; then",
                                     "if ! module load Stages/2024; then",

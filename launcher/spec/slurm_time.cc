@@ -2,6 +2,9 @@
 
 #include <regex>
 
+#include "error.h"
+#include "render/shell.h"
+
 namespace hpc {
 
 std::optional<long> slurm_time_seconds(const std::string& text) {
@@ -22,6 +25,18 @@ std::optional<long> slurm_time_seconds(const std::string& text) {
   if (m[4].matched) return num(2) * 3600 + num(3) * 60 + num(4);  // hours:minutes:seconds
   if (m[3].matched) return num(2) * 60 + num(3);                  // minutes:seconds
   return num(2) * 60;                                             // minutes
+}
+
+long parse_slurm_time(const std::string& text, const std::string& where) {
+  std::optional<long> seconds = slurm_time_seconds(text);
+  if (!seconds) {
+    throw UserError(where, "\"" + comment_text(text) + "\" is not a Slurm time limit",
+                    "write MM, HH:MM:SS or D-HH:MM:SS, e.g. \"02:00:00\"");
+  }
+  if (*seconds == 0) {
+    throw UserError(where, "time limit \"" + text + "\" is zero", "give the job some time");
+  }
+  return *seconds;
 }
 
 }  // namespace hpc

@@ -12,4 +12,8 @@ namespace hpc {
 // 60 and more after a larger unit ("01:99:00"), or an hour of 24 and more after days.
 std::optional<long> slurm_time_seconds(const std::string& text);
 
+// Slurm time limit -> seconds; -1 for UNLIMITED/INFINITE. Throws UserError (where) if invalid
+// or zero.
+long parse_slurm_time(const std::string& text, const std::string& where);
+
 }  // namespace hpc

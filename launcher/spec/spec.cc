@@ -563,18 +563,6 @@ void check_env_from_submit(const Spec& spec) {
   }
 }
 
-long parse_slurm_time(const std::string& text, const std::string& where) {
-  std::optional<long> seconds = slurm_time_seconds(text);
-  if (!seconds) {
-    throw UserError(where, "\"" + comment_text(text) + "\" is not a Slurm time limit",
-                    "write MM, HH:MM:SS or D-HH:MM:SS, e.g. \"02:00:00\"");
-  }
-  if (*seconds == 0) {
-    throw UserError(where, "time limit \"" + text + "\" is zero", "give the job some time");
-  }
-  return *seconds;
-}
-
 std::string Spec::canonical_json() const {
   return resolved.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }

@@ -195,8 +195,4 @@ void check_env_from_submit(const Spec& spec);
 // key path of the first problem.
 Spec resolve_spec(const Catalog& catalog, const SpecRequest& request);
 
-// Slurm time limit -> seconds; -1 for UNLIMITED/INFINITE. Throws UserError (where) if invalid
-// or zero. The grammar is slurm_time_seconds (spec/slurm_time.h).
-long parse_slurm_time(const std::string& text, const std::string& where);
-
 }  // namespace hpc

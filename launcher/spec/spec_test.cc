@@ -1,4 +1,5 @@
 #include "spec/spec.h"
+#include "spec/slurm_time.h"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
