@@ -273,6 +273,9 @@ GoodputReport compute_goodput(const RunFacts& facts, const std::vector<TimelineR
 
   for (size_t i = 0; i < report.runs.size(); ++i) {
     RunGoodput& r = report.runs[i];
+    // Preemption with PreemptMode=REQUEUE: Slurm requeues the job itself and may refuse the
+    // script's own `scontrol requeue` (already being requeued); the run after it says so.
+    if (r.run.why == "requeue_failed" && i + 1 < report.runs.size()) r.run.why = "requeued";
     r.wait_s = i == 0 ? report.queue_wait_s.value_or(0)
                       : std::max(0.0, r.run.start - report.runs[i - 1].end);
     r.run_s = std::max(0.0, r.end - r.run.start);

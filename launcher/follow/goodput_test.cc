@@ -162,6 +162,21 @@ TEST_CASE("goodput without metrics: the timeline's figures, said so, and CPU-hou
   CHECK_THAT(text, Contains("charged in CPU-hours"));
 }
 
+TEST_CASE(
+    "goodput: a requeue the script could not make, but Slurm did (preemption), is a requeue") {
+  // PreemptMode=REQUEUE: Slurm requeues the job itself, the script's scontrol requeue is refused.
+  const std::string tl = start(0, 0) + end(10, 0, "requeue_failed", 75, "") + start(20, 1) +
+                         end(30, 1, "completed", 0, "");
+  const GoodputReport r = compute_goodput(facts(), parse_timeline(tl, "t"), nullptr);
+  REQUIRE(r.runs.size() == 2);
+  CHECK(r.runs[0].run.why == "requeued");
+  CHECK(r.requeues == 1);
+  // The last run of a job keeps what the script said.
+  const std::string alone = start(0, 0) + end(10, 0, "requeue_failed", 75, "");
+  CHECK(compute_goodput(facts(), parse_timeline(alone, "t"), nullptr).runs[0].run.why ==
+        "requeue_failed");
+}
+
 TEST_CASE("goodput of a run with no end: still running or killed, figures to the last time seen") {
   std::string tl = start(10, 0);  // and a partial line being written
   tl += R"({"event":"end","ti)";

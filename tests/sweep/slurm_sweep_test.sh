@@ -194,7 +194,7 @@ case "$case_name" in
     pending_job=$(csv_field job_id "$row")
     [[ -n $pending_job && "$(job_state "$pending_job")" == CANCELLED ]] || fail "job $pending_job was not cancelled"
     row=$(row_of 1n1g ddp)
-    measured "$row" || fail "1n1g: the completed point's numbers are not kept"
+    measured "$row" || fail "1n1g: the completed point's numbers are not kept: $row"
     grep -q '2n2g' "$out/summary.md" || fail "summary.md does not mention the point that never started"
     check_plots
     [[ $(job_count) -eq 3 ]] || fail "expected 3 jobs (2 points + the blocker), found $(job_count)"
