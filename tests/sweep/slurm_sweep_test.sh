@@ -179,6 +179,9 @@ case "$case_name" in
   never_starts)
     # node02 taken whole by a job of our own (it ends by itself after 2 minutes, should this
     # test be killed before its trap runs): a 2-node point cannot start, 1-node points can.
+    # An earlier test's jobs may still be COMPLETING (their tasks stopping) and hold node01: the
+    # 1-node point could then not start within its 6 s either. Wait them out first.
+    for _ in $(seq 600); do [[ -z "$(squeue --noheader --states=CG --format=%i 2>/dev/null)" ]] && break; sleep 0.1; done
     blocker=$(sbatch --parsable --job-name="$name-blocker" --nodelist=node02 --exclusive --time=2 \
       --output=/dev/null --wrap 'sleep 120')
     for _ in $(seq 100); do [[ $(job_state "$blocker") == RUNNING ]] && break; sleep 0.1; done
