@@ -99,6 +99,16 @@ def main():
         print(f"lightning: finished at step {trainer.global_step}, train_loss {loss:.4f}",
               flush=True)
 
+    # Lightning leaves the process group up after fit (for a later trainer.test). Left to the
+    # interpreter's exit, Gloo's worker threads can end a rank with "terminate called without an
+    # active exception" (SIGABRT) after training succeeded (pytorch/pytorch#190489); only after a
+    # successful fit, so that a rank that failed does not wait in it (pytorch/torchtitan#1342).
+    # The barrier first: a rank that closes its connections while a peer still uses them takes
+    # that peer down (docs/program-examples.md).
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
+
 
 if __name__ == "__main__":
     main()
