@@ -10,11 +10,8 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <string>
-
-#include <unistd.h>
 
 #include <c10/util/Exception.h>
 #include <CLI/CLI.hpp>
@@ -53,31 +50,6 @@ void configure_allocator(const std::string& strategy) {
   }
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, INT_MAX);
-}
-
-// Transparent huge pages for what malloc hands out. With THP in "madvise" mode (Debian's default)
-// only memory that madvise(MADV_HUGEPAGE) names gets 2 MiB pages, and glibc's malloc names its
-// heap and mapped blocks only when the process starts with GLIBC_TUNABLES=glibc.malloc.hugetlb=1
-// (glibc >= 2.35; read before main, so it cannot be set later). `hpctrain train` sets it and
-// starts itself again, the same process id and arguments: at the benchmark shape the sharded
-// strategies, which map and unmap gathered buffers every step, spend 7% less CPU per step and
-// DDP 3% (docs/trainer.md#huge-pages), for one more start-up (~0.4 s). Nothing changes when THP
-// is "always" (every page already) or "never", when GLIBC_TUNABLES already says
-// glibc.malloc.hugetlb, or with HPCTRAIN_HUGE_PAGES=0.
-void restart_with_huge_pages(int argc, char** argv) {
-  if (argc < 2 || std::string(argv[1]) != "train") return;
-  const char* opt = std::getenv("HPCTRAIN_HUGE_PAGES");
-  if (opt && std::string(opt) == "0") return;
-  const char* given = std::getenv("GLIBC_TUNABLES");
-  std::string tunables = given ? given : "";
-  if (tunables.find("glibc.malloc.hugetlb") != std::string::npos) return;
-  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string mode;
-  if (!std::getline(thp, mode) || mode.find("[madvise]") == std::string::npos) return;
-  tunables += std::string(tunables.empty() ? "" : ":") + "glibc.malloc.hugetlb=1";
-  if (::setenv("GLIBC_TUNABLES", tunables.c_str(), 1) != 0) return;
-  ::execv("/proc/self/exe", argv);
-  // Not started again (no /proc): small pages, as before.
 }
 
 constexpr int64_t kUnset = std::numeric_limits<int64_t>::min();
@@ -287,7 +259,6 @@ CLI::App* add_node_check_command(CLI::App& app, hpc::train::NodeCheckOptions& c)
 }  // namespace
 
 int main(int argc, char** argv) {
-  restart_with_huge_pages(argc, argv);
   hpc::train::block_where_signal();  // before any thread starts: only sigwait takes SIGURG
   CLI::App app{"hpctrain: GPT-2 training with LibTorch (single process or DDP)"};
   app.require_subcommand(1);
