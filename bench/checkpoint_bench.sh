@@ -5,7 +5,8 @@
 # bytes they need) at W=1 and W=2, the resumes across world sizes, and `hpctrain export`.
 #
 # Like with like: every disk figure is dd on the same bytes in the same run. A save is compared
-# with dd writing as many bytes with fsync, measured just before it; a resume with dd reading the
+# with dd writing as many bytes with fsync, unbuffered (oflag=direct) and through the page cache,
+# measured just before it, and the faster of the two counts; a resume with dd reading the
 # checkpoint's own files (one dd per file, all at once, as the ranks read them), measured just
 # before it. Both read cold: the files' pages are dropped from the page cache before each (dd
 # iflag=nocache, posix_fadvise DONTNEED on the files only, so other users of the machine keep
@@ -13,9 +14,10 @@
 # node. The page cache of the machine's host (a VM's disk
 # cache) is not dropped: it serves dd and the resume alike.
 #
-# The machine may be shared: the resumes run REPEATS times (default 3), alternating with their dd
-# reads (dd, resume, dd, resume, ...), and the table gives medians (the ratio: the median of each
-# resume's ratio to the dd read just before it) and CPU seconds, which other load does not change.
+# The machine may be shared: the saves and the resumes run REPEATS times (default 3), alternating
+# with their dd writes and reads (dd, save, dd, save, ...), and the tables give medians (the ratio:
+# the median of each one's ratio to the dd just before it) and CPU seconds, which other load does
+# not change.
 #
 # Usage: bench/checkpoint_bench.sh [PATH/TO/hpctrain]   (MODEL=mini for a 4x smaller run,
 #        REPEATS=5 for more resumes per case). An older hpctrain's missing figures print as "-".
@@ -64,35 +66,61 @@ disk_read() {
   { time { for f in "$@"; do dd if="$f" of=/dev/null bs=8M status=none & done; wait; }; } 2>"$work/dd.time"
   awk '{print $1, $2 + $3}' "$work/dd.time"
 }
-# dd writing the bytes of FILE with fsync: seconds.
+# dd writing the bytes of FILE with fsync, MODE "direct" (oflag=direct: from dd's buffer to the
+# disk, as the save writes) or "buffered" (through the page cache): seconds.
 disk_write() {
-  { time dd if="$1" of="$work/dd.bin" bs=8M conv=fsync status=none; } 2>"$work/dd.time"
+  local flag=()
+  [[ $2 == direct ]] && flag=(oflag=direct)
+  { time dd if="$1" of="$work/dd.bin" bs=16M "${flag[@]}" conv=fsync status=none; } 2>"$work/dd.time"
   rm -f "$work/dd.bin"
   awk '{print $1}' "$work/dd.time"
 }
 
-echo "hpctrain $HPCTRAIN, model $MODEL, $REPEATS resumes per case, load average before:" \
+echo "hpctrain $HPCTRAIN, model $MODEL, $REPEATS saves and resumes per case, load average before:" \
   "$(cut -d' ' -f1 /proc/loadavg) on $(getconf _NPROCESSORS_ONLN) cores"
 
-# --- saves, each followed by dd writing the same bytes (the W=1 checkpoint's file) with fsync.
+# --- saves, REPEATS times, each just after dd wrote the same bytes (the W=1 checkpoint's file),
+# with fsync, both unbuffered and through the page cache; the save's ratio is to the faster of the
+# two (the disk's best). Buffered writes on the test machine (a VM) took 0.7 to 4 s for the same
+# 1.5 GB, depending on what the page cache had to give up first.
 run 1 none "$work/save1" --max-steps 1 --checkpoint-at-end --checkpoint-dir "$work/ck1"
 ck1=$(ls -d "$work"/ck1/step_*)
-write1=$(disk_write "$ck1/rank00000.safetensors")
-run 2 zero2 "$work/save2" --max-steps 1 --checkpoint-at-end --checkpoint-dir "$work/ck2"
-ck2=$(ls -d "$work"/ck2/step_*)
-write2=$(disk_write "$ck1/rank00000.safetensors")
 bytes=$(du -cb "$ck1"/*.safetensors | tail -n 1 | cut -f1)
-printf '\n%-26s %8s %8s %7s | %9s %9s %7s\n' "save ($((bytes / 1000000)) MB)" "save s" "dd s" "ratio" \
-  "SHA-256" "waited s" "waited"
-save_row() {  # NAME LOG DISK_SECONDS
-  local total sha wait
-  total=$(after "$2" 'files,') sha=$(after "$2" 'SHA-256') wait=$(after "$2" 'waited for')
-  printf '%-26s %8s %8s %6sx | %9s %9s %6s%%\n' "$1" "$(fmt2 "$total")" "$(fmt2 "$3")" \
-    "$(ratio "$total" "$3")" "$(fmt2 "$sha")" "$(fmt2 "$wait")" \
+declare -A saved
+save_cases=("save   W=1 none|1|none" "save   W=2 zero2|2|zero2")
+for ((rep = 0; rep < REPEATS; rep++)); do
+  for c in "${!save_cases[@]}"; do
+    IFS='|' read -r _ world strategy <<<"${save_cases[$c]}"
+    direct_s=$(disk_write "$ck1/rank00000.safetensors" direct)
+    buffered_s=$(disk_write "$ck1/rank00000.safetensors" buffered)
+    best=$(echo "$direct_s $buffered_s" | awk '{print ($1 < $2) ? $1 : $2}')
+    rm -rf "$work/cks"
+    run "$world" "$strategy" "$work/save" --max-steps 1 --checkpoint-at-end --checkpoint-dir "$work/cks"
+    total=$(after "$work/save" 'files,')
+    saved[$c,total]+=" $total" saved[$c,direct]+=" $direct_s" saved[$c,buffered]+=" $buffered_s"
+    saved[$c,ratio]+=" $(ratio "$total" "$best")" saved[$c,sha]+=" $(after "$work/save" 'SHA-256')"
+    saved[$c,wait]+=" $(after "$work/save" 'waited for')"
+    if [[ $strategy == zero2 && $rep == 0 ]]; then
+      rm -rf "$work/ck2"
+      mv "$work/cks" "$work/ck2"
+    fi
+  done
+done
+ck2=$(ls -d "$work"/ck2/step_*)
+sm() { echo "${saved[$1,$2]}" | median; }
+printf '\n%-26s %8s %9s %9s %7s | %9s %9s %7s\n' "save ($((bytes / 1000000)) MB, medians)" "save s" \
+  "dd direct" "dd cached" "ratio" "SHA-256" "waited s" "waited"
+for c in "${!save_cases[@]}"; do
+  total=$(sm "$c" total) wait=$(sm "$c" wait)
+  printf '%-26s %8s %9s %9s %6sx | %9s %9s %6s%%\n' "${save_cases[$c]%%|*}" "$(fmt2 "$total")" \
+    "$(fmt2 "$(sm "$c" direct)")" "$(fmt2 "$(sm "$c" buffered)")" "$(fmt2 "$(sm "$c" ratio)")" \
+    "$(fmt2 "$(sm "$c" sha)")" "$(fmt2 "$wait")" \
     "$([[ $wait == - ]] && echo - || printf '%.0f' "$(calc "100 * $wait / $total")")"
-}
-save_row "save   W=1 none" "$work/save1" "$write1"
-save_row "save   W=2 zero2" "$work/save2" "$write2"
+  echo "  each run: save s${saved[$c,total]}; dd direct${saved[$c,direct]}; dd cached${saved[$c,buffered]}"
+done
+echo "save s: the files written (unbuffered, O_DIRECT, where the file system takes it) and fsynced;"
+echo "ratio: median of each save's seconds / the faster dd write just before it; SHA-256: CPU"
+echo "seconds hashing beside the writes; waited: the save's wait for the hash after the writes"
 
 # --- resumes: CASE = "NAME|WORLD|STRATEGY|CHECKPOINT"
 cases=("resume W=1 none  from W=1|1|none|$ck1" "resume W=2 zero2 from W=2|2|zero2|$ck2"

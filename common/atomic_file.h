@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,9 +32,18 @@ OutputKind output_kind(const std::filesystem::path& path);
 // Only a regular file or a new path is a target (output_kind; a device or stream is refused too).
 // Destroyed without commit() (an error, an exception), it removes the temp file. All throw
 // UserError naming `path` and the step that failed.
+//
+// Caching::kDirect: the bytes go to the disk from an aligned buffer of this process (O_DIRECT),
+// not through the page cache, for a large file written once and not read back soon (a
+// checkpoint shard). Buffered writes first need free pages for the cache, and on the test machine
+// (a VM) that made the same 1.5 GB take 0.7 to 4 s, against 0.7 to 1 s direct. The last bytes that
+// do not fill an aligned block are written through the page cache. Where the file system refuses
+// O_DIRECT (tmpfs, some FUSE and network mounts), every write goes through the page cache.
 class AtomicFileWriter {
  public:
-  explicit AtomicFileWriter(const std::filesystem::path& path, mode_t mode = 0644);
+  enum class Caching { kPageCache, kDirect };
+  explicit AtomicFileWriter(const std::filesystem::path& path, mode_t mode = 0644,
+                            Caching caching = Caching::kPageCache);
   AtomicFileWriter(const AtomicFileWriter&) = delete;
   AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
   ~AtomicFileWriter();
@@ -41,15 +51,25 @@ class AtomicFileWriter {
   void write(std::string_view bytes);
   void seal();
   void commit();
+  // Whether the bytes written so far went to the disk unbuffered (Caching::kDirect, accepted).
+  bool direct() const { return direct_; }
 
  private:
   [[noreturn]] void abandon(const std::string& step);
+  void flush_direct(size_t n);  // writes buffer_[0, n), n a multiple of the alignment
+  void stop_direct();           // the rest through the page cache
   std::filesystem::path path_;
   std::string tmp_;
   mode_t mode_;
   OutputKind kind_;
   int fd_ = -1;
   bool committed_ = false;
+  bool direct_ = false;
+  struct FreeBuffer {
+    void operator()(char* p) const;
+  };
+  std::unique_ptr<char, FreeBuffer> buffer_;  // kDirect: aligned, kDirectBuffer bytes
+  size_t fill_ = 0;
 };
 
 // One output, staged: the constructor checks the target (output_kind) and, for a regular file

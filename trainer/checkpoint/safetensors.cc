@@ -210,7 +210,7 @@ WrittenFile write_safetensors(const fs::path& path,
   auto hashed =
       std::async(std::launch::async, [&parts] { return sha256_chunks(parts, kShardChunkBytes); });
   WrittenFile out;
-  hpc::AtomicFileWriter file(path);
+  hpc::AtomicFileWriter file(path, 0644, hpc::AtomicFileWriter::Caching::kDirect);
   for (std::string_view p : parts) {
     file.write(p);
     out.bytes += p.size();
