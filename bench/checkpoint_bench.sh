@@ -7,8 +7,8 @@
 # Like with like: every disk figure is dd on the same bytes in the same run. A save is compared
 # with dd writing as many bytes with fsync, unbuffered (oflag=direct) and through the page cache,
 # measured just before it, and the faster of the two counts; a resume with dd reading the
-# checkpoint's own files (one dd per file, all at once, as the ranks read them), measured just
-# before it. Both read cold: the files' pages are dropped from the page cache before each (dd
+# checkpoint's own files (one dd per file, all at once, as the ranks read them), unbuffered and
+# through the page cache, measured just before it, and again the faster counts. Both read cold: the files' pages are dropped from the page cache before each (dd
 # iflag=nocache, posix_fadvise DONTNEED on the files only, so other users of the machine keep
 # theirs; fincore shows none of the files' pages resident after it), as after a requeue on another
 # node. The page cache of the machine's host (a VM's disk
@@ -59,12 +59,15 @@ median() { tr ' ' '\n' | grep -v '^-*$' | sort -g | awk '{v[NR]=$1} END {print N
 fmt2() { if [[ $1 == - ]]; then echo -; else printf '%.2f' "$1"; fi; }
 ratio() { if [[ $1 == - ]]; then echo -; else printf '%.2f' "$(calc "$1 / $2")"; fi; }
 
-# dd reading FILES at once (one dd each): "wall cpu" in seconds, the files' pages dropped first.
+# dd reading FILES at once (one dd each), the files' pages dropped first, unbuffered (iflag=direct,
+# as the resume reads) and through the page cache: "wall cpu" in seconds of the faster of the two.
 disk_read() {
   uncache "$@"
   local f
-  { time { for f in "$@"; do dd if="$f" of=/dev/null bs=8M status=none & done; wait; }; } 2>"$work/dd.time"
-  awk '{print $1, $2 + $3}' "$work/dd.time"
+  { time { for f in "$@"; do dd if="$f" of=/dev/null bs=16M iflag=direct status=none & done; wait; }; } 2>"$work/dd.time"
+  uncache "$@"
+  { time { for f in "$@"; do dd if="$f" of=/dev/null bs=16M status=none & done; wait; }; } 2>>"$work/dd.time"
+  awk '{w[NR] = $1; c[NR] = $2 + $3} END {i = (w[1] <= w[2]) ? 1 : 2; print w[i], c[i]}' "$work/dd.time"
 }
 # dd writing the bytes of FILE with fsync, MODE "direct" (oflag=direct: from dd's buffer to the
 # disk, as the save writes) or "buffered" (through the page cache): seconds.
@@ -158,8 +161,9 @@ for c in "${!cases[@]}"; do
     "$(fmt2 "$(m "$c" process)")" "$(fmt2 "$(m "$c" init)")"
 done
 echo "resume s: verified and loaded (the files read, then what follows: 'other s', e.g. an"
-echo "all-gather); ratio: median of resume s / dd s, each resume against the dd read just before"
-echo "it; SHA-256: CPU seconds hashing (older hpctrain: thread seconds); CPU s: the process's CPU"
+echo "all-gather); dd s: the faster of dd unbuffered and dd through the page cache just before it;"
+echo "ratio: median of resume s / dd s, each resume against the dd read just before it; SHA-256:"
+echo "CPU seconds hashing (older hpctrain: thread seconds); CPU s: the process's CPU"
 echo "seconds while reading; process s: the whole run, start-up to exit (init s: model and optimiser)"
 uncache "$ck2"/*.safetensors
 { time "$HPCTRAIN" export --from "$ck2" --to "$work/hf" --threads 1 >/dev/null; } 2>"$work/export.time"
