@@ -9,12 +9,10 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <future>
 #include <memory>
-#include <new>
 #include <thread>
 
 #include <fmt/format.h>
@@ -36,32 +34,6 @@ struct Span {
   const char* p;
   size_t n;
 };
-
-// The pieces' buffers: aligned for O_DIRECT (the buffer, the length and the offset aligned to
-// the logical block; 4096 covers disks and Lustre, GPFS, ext4, XFS).
-constexpr size_t kDirectAlign = 4096;
-struct FreeAligned {
-  void operator()(char* p) const { std::free(p); }
-};
-using Buffer = std::unique_ptr<char, FreeAligned>;
-Buffer aligned_buffer(uint64_t bytes) {
-  void* p = nullptr;
-  if (::posix_memalign(&p, kDirectAlign, size_t(bytes)) != 0) throw std::bad_alloc();
-  return Buffer(static_cast<char*>(p));  // not zeroed: only what is read is touched
-}
-
-// A second descriptor of the file with O_DIRECT, when the file system takes it and a first
-// aligned read works; -1 otherwise (the page cache, as before).
-int open_direct(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
-  if (fd < 0) return -1;
-  Buffer probe = aligned_buffer(kDirectAlign);
-  if (::pread(fd, probe.get(), kDirectAlign, 0) < 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
 struct Hashed {  // what one hash job gives: its chunk's digest (chunked) and its seconds
   std::string hex;
   double seconds = 0;
@@ -195,7 +167,7 @@ ShardDigest ShardReader::read_all(std::vector<ByteRange> ranges) {
   const size_t lanes = hash_lanes();
   Sha256 whole;
   struct Job {
-    Buffer buf;  // the piece's bytes outside `direct` ranges (may be null), or all of them
+    std::unique_ptr<char[]> buf;  // the piece's bytes outside `direct` ranges (may be null)
     std::shared_future<Hashed> done;
   };
   std::deque<Job> jobs;
@@ -205,7 +177,7 @@ ShardDigest ShardReader::read_all(std::vector<ByteRange> ranges) {
       for (auto& j : jobs) j.done.wait();
     }
   } wait_all{jobs};
-  std::vector<Buffer> spare;
+  std::vector<std::unique_ptr<char[]>> spare;
   ShardDigest out;
   auto finish_front = [&] {
     const auto t0 = std::chrono::steady_clock::now();
@@ -216,7 +188,7 @@ ShardDigest ShardReader::read_all(std::vector<ByteRange> ranges) {
     if (jobs.front().buf) spare.push_back(std::move(jobs.front().buf));
     jobs.pop_front();
   };
-  auto submit = [&](std::vector<Span> spans, Buffer buf) {
+  auto submit = [&](std::vector<Span> spans, std::unique_ptr<char[]> buf) {
     while (jobs.size() >= lanes) finish_front();
     std::shared_future<Hashed> prev;
     if (!chunked && !jobs.empty()) prev = jobs.back().done;
@@ -234,59 +206,9 @@ ShardDigest ShardReader::read_all(std::vector<ByteRange> ranges) {
   std::vector<std::string> carry(ranges.size());
   size_t ri = 0;
   uint64_t off = 0, pos = 0;
-  // Unbuffered (O_DIRECT) where the file system takes it: each piece comes from the disk into a
-  // buffer of this process, is copied into the tensors from there and hashed there. Through the
-  // page cache, the kernel first needs free pages for it, and on the test machine (a VM) that
-  // made reading the same 1.5 GB take 0.8 to 4 s, against 0.7 to 1.4 s unbuffered.
-  struct Fd {
-    int fd;
-    ~Fd() {
-      if (fd >= 0) ::close(fd);
-    }
-  } direct{piece % kDirectAlign == 0 ? open_direct(path_) : -1};
-  auto take_buffer = [&] {
-    Buffer b;
-    if (!spare.empty()) b = std::move(spare.back()), spare.pop_back();
-    return b ? std::move(b) : aligned_buffer(piece);
-  };
-  for (bool eof = false; !eof && direct.fd >= 0; off += piece) {
-    Buffer buf = take_buffer();
-    size_t got = 0;
-    while (got < piece) {
-      const ssize_t n = ::pread(direct.fd, buf.get() + got, size_t(piece) - got, off_t(off + got));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        throw UserError(path_.string(), fmt::format("cannot read: {}", std::strerror(errno)), "");
-      }
-      if (n == 0) break;
-      got += size_t(n);
-    }
-    eof = got < piece;
-    const char* b = buf.get();
-    if (off < data_start_ &&
-        std::memcmp(b, header_.data() + off, std::min<uint64_t>(got, data_start_ - off))) {
-      throw UserError(path_.string(), "its header changed while it was read", "");
-    }
-    const uint64_t end = off + got;
-    while (ri < ranges.size() && data_start_ + ranges[ri].end <= off) ++ri;
-    for (size_t k = ri; k < ranges.size() && data_start_ + ranges[k].begin < end; ++k) {
-      const ByteRange& r = ranges[k];
-      const uint64_t rb = data_start_ + r.begin, re = data_start_ + r.end;
-      const uint64_t from = std::max(off, rb), to = std::min(end, re);
-      if (from >= to) continue;
-      if (r.direct) {
-        std::memcpy(r.direct + (from - rb), b + (from - off), size_t(to - from));
-      } else {
-        hand(r, carry[k], from - rb, b + (from - off), size_t(to - from), to == re);
-      }
-    }
-    out.bytes += got;
-    pos = end;
-    if (got > 0) submit({{b, got}}, std::move(buf));
-  }
-  for (bool eof = direct.fd >= 0; !eof; off += piece) {
+  for (bool eof = false; !eof; off += piece) {
     ::posix_fadvise(fd_, off_t(off + piece), off_t(piece), POSIX_FADV_WILLNEED);
-    Buffer buf;
+    std::unique_ptr<char[]> buf;
     std::vector<Span> spans;
     const uint64_t end = off + piece;
     for (pos = off; pos < end && !eof;) {
@@ -302,7 +224,8 @@ ShardDigest ShardReader::read_all(std::vector<ByteRange> ranges) {
       if (r && r->direct) {
         dst = r->direct + (pos - rb);
       } else {
-        if (!buf) buf = take_buffer();
+        if (!buf && !spare.empty()) buf = std::move(spare.back()), spare.pop_back();
+        if (!buf) buf.reset(new char[piece]);  // not zeroed: only what is read is touched
         dst = buf.get() + (pos - off);
       }
       const size_t want = size_t(seg_end - pos), got = read_at(dst, want, pos);
