@@ -8,11 +8,11 @@
 # with dd writing as many bytes with fsync, unbuffered (oflag=direct) and through the page cache,
 # measured just before it, and the faster of the two counts; a resume with dd reading the
 # checkpoint's own files (one dd per file, all at once, as the ranks read them), unbuffered and
-# through the page cache, measured just before it, and again the faster counts. Both read cold: the files' pages are dropped from the page cache before each (dd
-# iflag=nocache, posix_fadvise DONTNEED on the files only, so other users of the machine keep
-# theirs; fincore shows none of the files' pages resident after it), as after a requeue on another
-# node. The page cache of the machine's host (a VM's disk
-# cache) is not dropped: it serves dd and the resume alike.
+# through the page cache, measured just before it, and again the faster counts. Both read cold:
+# the files' pages are dropped from the page cache before each (dd iflag=nocache, posix_fadvise
+# DONTNEED on the files only, so other users of the machine keep theirs; fincore shows none of the
+# files' pages resident after it), as after a requeue on another node. The page cache of the
+# machine's host (a VM's disk cache) is not dropped: it serves dd and the resume alike.
 #
 # The machine may be shared: the saves and the resumes run REPEATS times (default 3), alternating
 # with their dd writes and reads (dd, save, dd, save, ...), and the tables give medians (the ratio:
@@ -84,7 +84,7 @@ echo "hpctrain $HPCTRAIN, model $MODEL, $REPEATS saves and resumes per case, loa
 
 # --- saves, REPEATS times, each just after dd wrote the same bytes (the W=1 checkpoint's file),
 # with fsync, both unbuffered and through the page cache; the save's ratio is to the faster of the
-# two (the disk's best). Buffered writes on the test machine (a VM) took 0.7 to 4 s for the same
+# two (the disk's best). Buffered writes on the test machine (a VM) took 0.7 to 4.7 s for the same
 # 1.5 GB, depending on what the page cache had to give up first.
 run 1 none "$work/save1" --max-steps 1 --checkpoint-at-end --checkpoint-dir "$work/ck1"
 ck1=$(ls -d "$work"/ck1/step_*)

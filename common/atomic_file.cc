@@ -157,7 +157,7 @@ AtomicFileWriter::AtomicFileWriter(const fs::path& path, mode_t mode, Caching ca
   if (caching == Caching::kDirect) {
     void* p = nullptr;
     const int flags = fcntl(fd_, F_GETFL);
-    // Refused here (tmpfs says EINVAL) or at the first write: the page cache, as without it.
+    // Refused here (ramfs says EINVAL) or at the first write: the page cache, as without it.
     if (flags >= 0 && posix_memalign(&p, kDirectAlign, kDirectBuffer) == 0) {
       buffer_.reset(static_cast<char*>(p));
       direct_ = fcntl(fd_, F_SETFL, flags | O_DIRECT) == 0;
@@ -165,27 +165,26 @@ AtomicFileWriter::AtomicFileWriter(const fs::path& path, mode_t mode, Caching ca
   }
 }
 
-void AtomicFileWriter::stop_direct() {
-  if (!direct_) return;
+// O_DIRECT ends; what the buffer holds from `from` on goes through the page cache.
+void AtomicFileWriter::stop_direct(size_t from) {
   direct_ = false;
   const int flags = fcntl(fd_, F_GETFL);
   if (flags < 0 || fcntl(fd_, F_SETFL, flags & ~O_DIRECT) != 0) abandon("fcntl");
+  if (!write_all(fd_, std::string_view(buffer_.get() + from, fill_ - from))) abandon("write");
+  fill_ = 0;
 }
 
 void AtomicFileWriter::flush_direct(size_t n) {
-  size_t done = 0;
-  while (done < n && direct_) {
+  for (size_t done = 0; done < n;) {
     const ssize_t w = ::write(fd_, buffer_.get() + done, n - done);
     if (w < 0 && errno == EINTR) continue;
     if (w < 0 && errno == EINVAL) {
-      stop_direct();  // the file system does not take it after all (or a short write misaligned)
-      break;
+      // The file system does not take it after all (or a short write left it misaligned).
+      return stop_direct(done);
     }
     if (w < 0) abandon("write");
     done += size_t(w);
   }
-  if (done < n && !write_all(fd_, std::string_view(buffer_.get() + done, n - done)))
-    abandon("write");
   std::memmove(buffer_.get(), buffer_.get() + n, fill_ - n);
   fill_ -= n;
 }
@@ -211,10 +210,6 @@ void AtomicFileWriter::write(std::string_view bytes) {
     bytes.remove_prefix(k);
     if (fill_ == kDirectBuffer) flush_direct(fill_);
   }
-  if (!direct_ && fill_ > 0) {  // O_DIRECT given up on with bytes still buffered
-    if (!write_all(fd_, std::string_view(buffer_.get(), fill_))) abandon("write");
-    fill_ = 0;
-  }
   if (!bytes.empty() && !write_all(fd_, bytes)) abandon("write");
 }
 
@@ -222,11 +217,7 @@ void AtomicFileWriter::seal() {
   if (fd_ < 0) return;
   if (direct_) {
     flush_direct(fill_ - fill_ % kDirectAlign);
-    stop_direct();  // the last partial block through the page cache
-  }
-  if (fill_ > 0) {
-    if (!write_all(fd_, std::string_view(buffer_.get(), fill_))) abandon("write");
-    fill_ = 0;
+    if (direct_) stop_direct(0);  // the last partial block through the page cache
   }
   if (fchmod(fd_, mode_) != 0) abandon("chmod");
   if (fsync(fd_) != 0) abandon("fsync");

@@ -36,9 +36,10 @@ OutputKind output_kind(const std::filesystem::path& path);
 // Caching::kDirect: the bytes go to the disk from an aligned buffer of this process (O_DIRECT),
 // not through the page cache, for a large file written once and not read back soon (a
 // checkpoint shard). Buffered writes first need free pages for the cache, and on the test machine
-// (a VM) that made the same 1.5 GB take 0.7 to 4 s, against 0.7 to 1 s direct. The last bytes that
-// do not fill an aligned block are written through the page cache. Where the file system refuses
-// O_DIRECT (tmpfs, some FUSE and network mounts), every write goes through the page cache.
+// (a VM) that made dd take 3.2 to 4.6 s for the same 1.5 GB, against 0.7 to 1.4 s direct
+// (docs/trainer.md). The last bytes that do not fill an aligned block are written through the
+// page cache. Where the file system refuses O_DIRECT (ramfs, some FUSE and network mounts), at
+// the start or at a write, the rest goes through the page cache.
 class AtomicFileWriter {
  public:
   enum class Caching { kPageCache, kDirect };
@@ -56,8 +57,8 @@ class AtomicFileWriter {
 
  private:
   [[noreturn]] void abandon(const std::string& step);
-  void flush_direct(size_t n);  // writes buffer_[0, n), n a multiple of the alignment
-  void stop_direct();           // the rest through the page cache
+  void flush_direct(size_t n);     // writes buffer_[0, n), n a multiple of the alignment
+  void stop_direct(size_t from);  // buffer_[from, fill_) and all after it through the page cache
   std::filesystem::path path_;
   std::string tmp_;
   mode_t mode_;

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <string>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -33,6 +35,14 @@ MetricsLog::~MetricsLog() {
   if (file_) std::fclose(file_);
 }
 
+namespace {
+// The line of `j` with the wall-clock time it was written (seconds since the epoch), last.
+std::string timed(nlohmann::ordered_json j) {
+  j["time"] = unix_time_seconds();
+  return j.dump();
+}
+}  // namespace
+
 void MetricsLog::write_line(const std::string& line) {
   if (!file_) return;
   std::fputs(line.c_str(), file_);
@@ -54,31 +64,27 @@ void MetricsLog::write_step(const StepMetrics& m) {
   j["param_bytes"] = m.state.parameters;
   j["grad_bytes"] = m.state.gradients;
   j["optimizer_bytes"] = m.state.optimizer;
-  j["time"] = unix_time_seconds();
-  write_line(j.dump());
+  write_line(timed(std::move(j)));
 }
 
 void MetricsLog::write_val(int64_t step, double val_loss) {
   nlohmann::ordered_json j;
   j["step"] = step;
   j["val_loss"] = val_loss;
-  j["time"] = unix_time_seconds();
-  write_line(j.dump());
+  write_line(timed(std::move(j)));
 }
 
 void MetricsLog::write_checkpoint(int64_t step, double save_seconds) {
   nlohmann::ordered_json j;
   j["checkpoint"] = step;
   j["save_s"] = save_seconds;
-  j["time"] = unix_time_seconds();
-  write_line(j.dump());
+  write_line(timed(std::move(j)));
 }
 
 void MetricsLog::write_resume(int64_t first_step) {
   nlohmann::ordered_json j;
   j["resume_step"] = first_step;
-  j["time"] = unix_time_seconds();
-  write_line(j.dump());
+  write_line(timed(std::move(j)));
 }
 
 double unix_time_seconds() {
