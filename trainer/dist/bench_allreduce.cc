@@ -45,23 +45,11 @@ std::string human_size(int64_t b) {
   return std::to_string(b);
 }
 
-// Every rank's hostname, in rank order (all-gather of fixed-width byte rows).
-std::vector<std::string> gather_hostnames(dist::Communicator& comm, const at::Device& device) {
-  constexpr int64_t kWidth = 256;
-  char name[kWidth] = {};
-  gethostname(name, kWidth - 1);
-  auto mine = at::zeros({kWidth}, at::kByte);
-  std::memcpy(mine.data_ptr<uint8_t>(), name, kWidth);
-  mine = mine.to(device);
-  std::vector<at::Tensor> out;
-  for (int r = 0; r < comm.world(); ++r) out.push_back(at::zeros({kWidth}, mine.options()));
-  comm.all_gather(out, mine);
-  std::vector<std::string> hosts;
-  for (auto& t : out) {
-    auto c = t.cpu();
-    hosts.emplace_back(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()));
-  }
-  return hosts;
+// This machine's hostname.
+std::string hostname() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  return name;
 }
 
 struct Row {
@@ -101,7 +89,7 @@ int run_bench_allreduce(const BenchAllreduceOptions& o) {
   const auto timeout = std::chrono::milliseconds(int64_t(o.dist_timeout_s * 1000));
   auto comm = dist::connect(rdv, device.str(), timeout);
   const int n = comm->world(), rank = comm->rank();
-  const auto hosts = gather_hostnames(*comm, device);
+  const auto hosts = dist::all_gather_strings(*comm, hostname(), device);
   const double bus = allreduce_bus_factor(n);
 
   if (rank == 0) {

@@ -7,6 +7,7 @@
 #include "dist/communicator.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 #include <string_view>
 #include <thread>
@@ -302,6 +303,24 @@ double sum_over_ranks(Communicator& comm, double value, const at::Device& device
   if (comm.backend() == std::string("nccl")) t = t.to(at::kFloat);
   comm.all_reduce_sum(t)->wait();
   return t.item<double>();
+}
+
+std::vector<std::string> all_gather_strings(Communicator& comm, const std::string& mine,
+                                            const at::Device& device) {
+  constexpr int64_t kWidth = 256;
+  const std::string s = mine.substr(0, kWidth - 1);
+  auto row = at::zeros({kWidth}, at::kByte);
+  std::memcpy(row.data_ptr<uint8_t>(), s.data(), s.size());
+  row = row.to(device);
+  std::vector<at::Tensor> out;
+  for (int r = 0; r < comm.world(); ++r) out.push_back(at::zeros_like(row));
+  comm.all_gather(out, row);
+  std::vector<std::string> rows;
+  for (auto& t : out) {
+    auto c = t.cpu();
+    rows.emplace_back(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()));
+  }
+  return rows;
 }
 
 std::string collective_failure(Communicator& comm, const std::string& what, double timeout_s,

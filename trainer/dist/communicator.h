@@ -69,6 +69,11 @@ class Communicator {
 // Pending::wait throws.
 double sum_over_ranks(Communicator& comm, double value, const at::Device& device);
 
+// Every rank's `mine` (at most 255 bytes, no NUL), in rank order: one all-gather of fixed-width
+// byte rows on `device`. Blocks; throws what Pending::wait throws.
+std::vector<std::string> all_gather_strings(Communicator& comm, const std::string& mine,
+                                            const at::Device& device);
+
 // The one line for a collective that failed on this rank: what failed, which ranks are gone
 // (Communicator::lost_ranks, a 5 s grace) and the first line of c10d's own error.
 std::string collective_failure(Communicator& comm, const std::string& what, double timeout_s,

@@ -125,23 +125,6 @@ std::vector<std::vector<double>> gather_rows(dist::Communicator& comm, const at:
   return rows;
 }
 
-std::vector<std::string> gather_names(dist::Communicator& comm, const at::Device& device) {
-  constexpr int64_t kWidth = 256;
-  const std::string name = node_name().substr(0, kWidth - 1);
-  auto mine = at::zeros({kWidth}, at::kByte);
-  std::memcpy(mine.data_ptr<uint8_t>(), name.data(), name.size());
-  mine = mine.to(device);
-  std::vector<at::Tensor> out;
-  for (int r = 0; r < comm.world(); ++r) out.push_back(at::zeros_like(mine));
-  comm.all_gather(out, mine);
-  std::vector<std::string> names;
-  for (auto& t : out) {
-    auto c = t.cpu();
-    names.emplace_back(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()));
-  }
-  return names;
-}
-
 // A node's link figure: the median of the transfers it sent or received. matrix[dst][src].
 double node_link_figure(const std::vector<std::vector<double>>& matrix, size_t node) {
   std::vector<double> mine;
@@ -215,7 +198,7 @@ int run_node_check(const NodeCheckOptions& o) {
   std::vector<double> row = from;
   row.push_back(gemm);
   const auto rows = gather_rows(*comm, device, row);
-  const auto names = gather_names(*comm, device);
+  const auto names = dist::all_gather_strings(*comm, node_name(), device);
 
   if (comm->rank() == 0) {
     std::vector<NodeFigures> nodes;
