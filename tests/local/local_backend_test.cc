@@ -308,8 +308,12 @@ TEST_CASE("time limit: USR1 to the batch shell before it, TIMEOUT at it") {
   INFO(out);
   CHECK(s.state == "TIMEOUT");
   CHECK(out.find("hpclaunch: USR1: asking the tasks to checkpoint") != std::string::npos);
-  CHECK(lines_with(out, "got USR1").size() == 2);
-  CHECK(out.find("CANCELLED AT") != std::string::npos);
+  // Each rank got the USR1 before the limit. At the limit the batch shell's TERM trap forwards
+  // USR1 again while the tasks get their own TERM: whether they print it once more before they
+  // die is a race (it did under a loaded CI run), so only what came before the limit counts.
+  const size_t limit = out.find("CANCELLED AT");
+  REQUIRE(limit != std::string::npos);
+  CHECK(lines_with(out.substr(0, limit), "got USR1").size() == 2);
   CHECK(out.find("DUE TO TIME LIMIT") != std::string::npos);
   CHECK(out.find("survived") == std::string::npos);
   CHECK(s.elapsed_seconds >= 4);
