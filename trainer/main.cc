@@ -83,8 +83,9 @@ void add_runtime_flags(CLI::App* app, RuntimeOptions& r) {
   app->add_option("--threads", r.threads,
                   "intra-op threads (default: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK)");
   app->add_option("--head-chunk", r.head_chunk,
-                  "rows per chunk of the fused head + cross-entropy (default 512 on CPU, 4096 on "
-                  "CUDA); 0 materialises all logits");
+                  "rows per chunk of the fused head + cross-entropy (default on CPU: the fewest "
+                  "even chunks whose fp32 logits fit 256 MiB; 4096 on CUDA); 0 materialises "
+                  "all logits");
   app->add_option("--precision", r.precision,
                   "auto (bf16 on CUDA, fp32 on the CPU), fp32, or bf16 (autocast; fsdp gathers "
                   "parameters in bf16; master weights, reductions and AdamW stay fp32)")

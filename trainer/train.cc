@@ -63,7 +63,7 @@ void set_threads(const RuntimeOptions& r) {
 
 int64_t head_chunk_rows(const RuntimeOptions& r, const at::Device& d) {
   if (r.head_chunk >= 0) return r.head_chunk;
-  return d.is_cuda() ? 4096 : 512;
+  return d.is_cuda() ? 4096 : kHeadChunkAuto;
 }
 
 // --------------------------------------------------------------------------------- batches

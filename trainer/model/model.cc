@@ -2,6 +2,7 @@
 
 #include "model/softmax_xent.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <ATen/autocast_mode.h>
@@ -190,18 +191,26 @@ torch::Tensor GptImpl::logits(const torch::Tensor& idx) {
   return hooks_ ? hooks_->after(0, out, BackwardReads::values) : out;
 }
 
+int64_t head_chunk_rows_for(int64_t N, int64_t V) {
+  const int64_t fit = std::max<int64_t>(1, kHeadChunkBudgetBytes / (V * int64_t(sizeof(float))));
+  const int64_t chunks = (N + fit - 1) / fit;
+  return std::max<int64_t>(1, (N + chunks - 1) / chunks);
+}
+
 torch::Tensor GptImpl::loss(const torch::Tensor& idx, const torch::Tensor& targets) {
   const int64_t B = idx.size(0), T = idx.size(1);
   auto x = hidden(idx).view({B * T, config_.n_embd});  // [B*T, C]
   auto y = targets.reshape({B * T});                   // [B*T]
-  if (head_chunk_rows_ <= 0) {
+  if (head_chunk_rows_ == 0) {
     auto logits = at::linear(x, wte_);  // [B*T, V]
     auto out = at::nll_loss(at::log_softmax(logits, -1, at::kFloat), y);
     return hooks_ ? hooks_->after(0, out, BackwardReads::values) : out;
   }
   // The chunked head keeps its gradients, not wte: backward reads nothing of unit 0 (the
   // embedding lookup's backward needs only the indices).
-  auto out = chunked_head_loss(x, wte_, y, head_chunk_rows_, head_matmul_dtype_);
+  const int64_t rows = head_chunk_rows_ > 0 ? head_chunk_rows_
+                                            : head_chunk_rows_for(B * T, config_.vocab_size);
+  auto out = chunked_head_loss(x, wte_, y, rows, head_matmul_dtype_);
   return hooks_ ? hooks_->after(0, out, BackwardReads::nothing) : out;
 }
 

@@ -25,6 +25,13 @@ struct GptBlock;  // model.cc
 // 124M's init draws 124M normal numbers: seconds on a busy CPU, all overwritten).
 enum class ParameterStorage { allocated, deferred, unfilled };
 
+// Rows per chunk of the fused head + cross-entropy (GptImpl::loss).
+constexpr int64_t kHeadChunkAuto = -1;
+constexpr int64_t kHeadChunkBudgetBytes = int64_t(256) << 20;
+// The auto choice for N rows of V logits: the fewest chunks whose [rows, V] fp32 buffer fits
+// kHeadChunkBudgetBytes, with the N rows split evenly among them.
+int64_t head_chunk_rows_for(int64_t N, int64_t V);
+
 class GptImpl : public torch::nn::Module {
  public:
   explicit GptImpl(const GptConfig& config, ParameterStorage storage = ParameterStorage::allocated);
@@ -43,7 +50,9 @@ class GptImpl : public torch::nn::Module {
   // idx, targets [B, T] int64 -> mean cross-entropy, a scalar. The head and the cross-entropy
   // are computed over chunks of `head_chunk_rows` rows of the B*T positions, so the [B*T, V]
   // logits never exist whole; the gradients of the head are formed in the same pass (see
-  // chunked_head_loss). head_chunk_rows <= 0 takes the plain path (full logits, cross_entropy).
+  // chunked_head_loss). head_chunk_rows 0 takes the plain path (full logits, cross_entropy);
+  // kHeadChunkAuto (the default) splits the rows evenly into the fewest chunks whose fp32 [rows, V]
+  // buffer stays within kHeadChunkBudgetBytes (head_chunk_rows_for).
   torch::Tensor loss(const torch::Tensor& idx, const torch::Tensor& targets);
 
   const GptConfig& config() const { return config_; }
@@ -63,7 +72,7 @@ class GptImpl : public torch::nn::Module {
   void init_named(const std::string& name, at::Tensor values) const;
 
   GptConfig config_;
-  int64_t head_chunk_rows_ = 512;
+  int64_t head_chunk_rows_ = kHeadChunkAuto;
   c10::ScalarType head_matmul_dtype_ = c10::ScalarType::Float;
   torch::Tensor wte_, wpe_, ln_f_w_, ln_f_b_;
   std::vector<std::shared_ptr<GptBlock>> blocks_;  // registered as "h.0", "h.1", ...

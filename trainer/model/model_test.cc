@@ -278,6 +278,22 @@ TEST_CASE("the model's loss is the same with and without chunking", "[model][hea
   CHECK(plain.item<double>() == Approx(std::log(97.0)).epsilon(0.05));
 }
 
+TEST_CASE("the head's automatic chunks: fewest within the budget, rows split evenly",
+          "[model][head]") {
+  const int64_t V = 50304, row_bytes = V * 4;
+  CHECK(head_chunk_rows_for(1024, V) == 1024);  // 196.5 MiB: one chunk
+  CHECK(head_chunk_rows_for(4096, V) == 1024);  // 4 x 196.5 MiB, not 1334 + 1334 + 1334 + 94
+  CHECK(head_chunk_rows_for(1, int64_t(1) << 40) == 1);  // a row beyond the budget: one per chunk
+  for (int64_t N : {1, 7, 1333, 1334, 1335, 2669, 8192, 65536}) {
+    const int64_t rows = head_chunk_rows_for(N, V);
+    const int64_t chunks = (N + rows - 1) / rows;
+    CAPTURE(N, rows, chunks);
+    CHECK(rows * row_bytes <= kHeadChunkBudgetBytes);
+    CHECK((chunks - 1) * kHeadChunkBudgetBytes < N * row_bytes);  // one chunk fewer would not fit
+    CHECK(chunks * rows - N < chunks);                            // even: the last is short by < 1 row each
+  }
+}
+
 TEST_CASE("AdamW matches the update rule and decays only 2-D tensors", "[optim]") {
   auto w = torch::full({2, 2}, 1.0).requires_grad_(true);
   auto b = torch::full({2}, 1.0).requires_grad_(true);
