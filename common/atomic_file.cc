@@ -162,6 +162,7 @@ AtomicFileWriter::AtomicFileWriter(const fs::path& path, mode_t mode, Caching ca
       buffer_.reset(static_cast<char*>(p));
       direct_ = fcntl(fd_, F_SETFL, flags | O_DIRECT) == 0;
     }
+    direct_refused_ = !direct_;
   }
 }
 
@@ -180,6 +181,7 @@ void AtomicFileWriter::flush_direct(size_t n) {
     if (w < 0 && errno == EINTR) continue;
     if (w < 0 && errno == EINVAL) {
       // The file system does not take it after all (or a short write left it misaligned).
+      direct_refused_ = true;
       return stop_direct(done);
     }
     if (w < 0) abandon("write");

@@ -54,6 +54,9 @@ class AtomicFileWriter {
   void commit();
   // Whether the bytes written so far went to the disk unbuffered (Caching::kDirect, accepted).
   bool direct() const { return direct_; }
+  // Caching::kDirect asked for and refused by the file system (at the start or at a write): the
+  // bytes went, or go from then on, through the page cache.
+  bool direct_refused() const { return direct_refused_; }
 
  private:
   [[noreturn]] void abandon(const std::string& step);
@@ -66,6 +69,7 @@ class AtomicFileWriter {
   int fd_ = -1;
   bool committed_ = false;
   bool direct_ = false;
+  bool direct_refused_ = false;
   struct FreeBuffer {
     void operator()(char* p) const;
   };

@@ -329,9 +329,10 @@ fs::path write_checkpoint(const TrainOptions& o, int64_t step, const GptConfig& 
   print0(ranks.rank(),
          fmt::format(
              "step {:5d} | checkpoint {} ({:.1f} MB in {} files, {:.2f} s; SHA-256 {:.2f} CPU s "
-             "beside the writes, waited for {:.2f} s)",
+             "beside the writes, waited for {:.2f} s{})",
              step, saved.dir.string(), double(saved.bytes) / 1e6, ranks.world(), seconds_since(c0),
-             saved.hash_seconds, saved.hash_wait_seconds));
+             saved.hash_seconds, saved.hash_wait_seconds,
+             saved.page_cache ? "; through the page cache: the file system refused O_DIRECT" : ""));
   return saved.dir;
 }
 

@@ -69,12 +69,12 @@ std::vector<ComparedPoint> compare_points(const std::vector<PointStats>& a,
   std::map<std::string, size_t> index;
   for (const auto& s : a) {
     index[s.point] = out.size();
-    out.push_back({s.point, s.gpus, s, std::nullopt});
+    out.push_back({s.point, s.gpus, s, std::nullopt, std::nullopt, std::nullopt, false});
   }
   for (const auto& s : b) {
     auto it = index.find(s.point);
     if (it == index.end()) {
-      out.push_back({s.point, s.gpus, std::nullopt, s});
+      out.push_back({s.point, s.gpus, std::nullopt, s, std::nullopt, std::nullopt, false});
       continue;
     }
     out[it->second].b = s;

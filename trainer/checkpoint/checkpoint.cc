@@ -259,7 +259,8 @@ SavedCheckpoint save_checkpoint(const fs::path& dir, Manifest info,
     prune_checkpoints(dir, keep);
   }
   group.barrier();  // no rank goes on (or exits) before the checkpoint is whole
-  SavedCheckpoint out{final_dir, 0, written.hash_seconds, written.hash_wait_seconds};
+  SavedCheckpoint out{final_dir, 0, written.hash_seconds, written.hash_wait_seconds,
+                      written.page_cache};
   for (const auto& f : info.files) out.bytes += f.bytes;
   return out;
 }

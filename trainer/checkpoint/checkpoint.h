@@ -41,6 +41,8 @@ struct SavedCheckpoint {
   // This rank's CPU seconds in SHA-256 (on other threads, beside the writes) and seconds waiting
   // for it.
   double hash_seconds = 0, hash_wait_seconds = 0;
+  // This rank's shard went through the page cache: its file system refused O_DIRECT.
+  bool page_cache = false;
 };
 SavedCheckpoint save_checkpoint(const std::filesystem::path& dir, Manifest info,
                                 const std::vector<dist::StatePiece>& pieces,

@@ -216,6 +216,7 @@ WrittenFile write_safetensors(const fs::path& path,
     out.bytes += p.size();
   }
   file.commit();
+  out.page_cache = file.direct_refused();
   const auto w0 = std::chrono::steady_clock::now();
   std::tie(out.chunk_sha256, out.hash_seconds) = hashed.get();
   out.sha256 = sha256_of_chunks(out.chunk_sha256);

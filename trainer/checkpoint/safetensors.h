@@ -91,6 +91,7 @@ struct WrittenFile {
   std::vector<std::string> chunk_sha256;
   uint64_t bytes = 0;
   double hash_seconds = 0, hash_wait_seconds = 0;
+  bool page_cache = false;  // the file system refused O_DIRECT: written through the page cache
 };
 
 // Writes the tensors (in the given order) straight from their memory to `path` via a temp file,
