@@ -290,7 +290,7 @@ TEST_CASE("the head's automatic chunks: fewest within the budget, rows split eve
     CAPTURE(N, rows, chunks);
     CHECK(rows * row_bytes <= kHeadChunkBudgetBytes);
     CHECK((chunks - 1) * kHeadChunkBudgetBytes < N * row_bytes);  // one chunk fewer would not fit
-    CHECK(chunks * rows - N < chunks);  // even: the chunks differ by at most one row
+    CHECK(chunks * rows - N < chunks);  // even: the last is short by fewer rows than chunks
   }
 }
 
