@@ -43,8 +43,25 @@ hpctrain_run() {  # METRICS [extra args]
 median_tps() {  # METRICS -> {"tokens_per_s", "cpu_ms"}: medians over the steps after the first two
   "$PY" -c "import json,statistics; v=[json.loads(l) for l in open('$1') if '\"loss\"' in l][2:]; print(json.dumps({'tokens_per_s': statistics.median(x['tokens_per_s'] for x in v), 'cpu_ms': statistics.median(x['cpu_ms'] for x in v)}))"
 }
+# MKL's kernels: hpctrain (trainer/mkl_cpu_dispatch.cc) makes MKL choose them by the CPU's
+# features, not its vendor (on AMD: its AVX-512 instead of its generic AVX2 code); the same
+# function, preloaded, does it for the Python references and the sgemm figures, so that both
+# sides run the same kernels. HPCTRAIN_MKL_VENDOR_CHECK=1 keeps MKL's own choice on both sides.
+dispatch_lib=$(dirname "$HPCTRAIN")/libhpc_mkl_cpu_dispatch.so
+if [[ -f $dispatch_lib && $(nm -D "$HPCTRAIN") == *" T mkl_serv_intel_cpu_true"* ]]; then
+  py_env=(env "LD_PRELOAD=$dispatch_lib")
+  if [[ ${HPCTRAIN_MKL_VENDOR_CHECK:-} == 1 ]]; then
+    mkl_kernels="MKL's own choice (vendor check kept: HPCTRAIN_MKL_VENDOR_CHECK=1) on both sides"
+  else
+    mkl_kernels="by the CPU's features on both sides (mkl_cpu_dispatch.cc; the references with $(basename "$dispatch_lib") preloaded)"
+  fi
+else
+  py_env=(env)
+  mkl_kernels="MKL's own choice on both sides (this hpctrain has no mkl_cpu_dispatch)"
+fi
+
 reference_run() {  # MODE
-  "$PY" "$here/trainer_reference_step.py" "$work/tokens_train.npy" $L $H $C $T $B $V "$STEPS" 1 "$1" \
+  "${py_env[@]}" "$PY" "$here/trainer_reference_step.py" "$work/tokens_train.npy" $L $H $C $T $B $V "$STEPS" 1 "$1" \
     2>"$work/ref-$1.err" || { cat "$work/ref-$1.err" >&2; exit 1; }
 }
 
@@ -60,8 +77,8 @@ esac
 hpc_torch_version=$("$hpc_py" -c "import torch; print(torch.__version__)")
 
 load_before=$(cut -d' ' -f1 /proc/loadavg)
-sgemm_wheel=$("$PY" "$here/trainer_sgemm.py" 1)
-sgemm_hpc=$("$hpc_py" "$here/trainer_sgemm.py" 1)
+sgemm_wheel=$("${py_env[@]}" "$PY" "$here/trainer_sgemm.py" 1)
+sgemm_hpc=$("${py_env[@]}" "$hpc_py" "$here/trainer_sgemm.py" 1)
 # DDP: 2 ranks, each its own micro-batch of B x T (accumulation 1), vs the 1-rank runs; rank 0's
 # figures.
 ddp_run() {  # ROUND
@@ -89,6 +106,7 @@ FIG_COMPILED="[$(IFS=,; echo "${compiled[*]}")]"
 FIG_DDP="[$(IFS=,; echo "${ddp[*]}")]"
 export FIG_OURS FIG_EAGER FIG_COMPILED FIG_DDP
 export FIG_SGEMM_WHEEL=$sgemm_wheel FIG_SGEMM_HPC=$sgemm_hpc FIG_LOAD="$load_before/$load_after"
+export FIG_MKL_KERNELS=$mkl_kernels
 export FIG_HPC_TORCH="$hpc_torch_version ($hpctrain_torch)" FIG_SHAPE="$L $H $C $T $B $V"
 "$PY" - <<'PYEOF'
 import json, os, statistics
@@ -127,6 +145,8 @@ for name, torch_v, runs, sg in rows:
                  "tokens_per_cpu_s": [per_cpu_s(r) for r in runs], "median_tokens_per_cpu_s": cpu,
                  "fraction_of_sgemm_cpu_time": frac}
 print("hpctrain's LibTorch: %s" % os.environ["FIG_HPC_TORCH"])
+print("MKL kernels: %s" % os.environ["FIG_MKL_KERNELS"])
+fig["mkl_kernels"] = os.environ["FIG_MKL_KERNELS"]
 for ref, goal in (("reference eager", 1.5), ("reference torch.compile", 1.0)):
     w = med["hpctrain"][0] / med[ref][0]
     c = med["hpctrain"][1] / med[ref][1]
