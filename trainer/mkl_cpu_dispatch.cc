@@ -18,5 +18,12 @@ extern "C" __attribute__((visibility("default"))) int mkl_serv_intel_cpu_true() 
   if (keep == nullptr || std::strcmp(keep, "1") != 0) return 1;
   using Fn = int (*)();
   static const Fn mkl_own = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "mkl_serv_intel_cpu_true"));
-  return mkl_own ? mkl_own() : 0;
+  if (mkl_own) return mkl_own();
+  // Preloaded into a process whose MKL is not in the global scope (Python loads libtorch_cpu
+  // privately): MKL's own test, the CPU's vendor.
+#if defined(__x86_64__)
+  return __builtin_cpu_is("intel") ? 1 : 0;
+#else
+  return 0;
+#endif
 }
