@@ -56,6 +56,8 @@ export XDG_CONFIG_HOME="$work/xdg" HPCLAUNCH_PATH="" GLOO_SOCKET_IFNAME=lo
 fail() {
   echo "FAIL: $*" >&2
   for f in "$work"/*.err "$work"/*.out; do [[ -f $f ]] && { echo "--- $f" >&2; tail -n 40 "$f" >&2; }; done
+  # The jobs' own logs (a sweep's points, hpclaunch run's job), which go with $work.
+  for f in "$work"/runs/*/*.out; do [[ -f $f ]] && { echo "--- $f" >&2; tail -n 60 "$f" >&2; }; done
   exit 1
 }
 expect() {  # FILE REGEX WHAT: FILE has a line matching the extended REGEX
