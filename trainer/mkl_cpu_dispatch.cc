@@ -13,11 +13,13 @@
 #include <cstdlib>
 #include <cstring>
 
-extern "C" __attribute__((visibility("default"))) int mkl_serv_intel_cpu_true() {
+namespace {
+
+int answer() {
   const char* keep = std::getenv("HPCTRAIN_MKL_VENDOR_CHECK");
   if (keep == nullptr || std::strcmp(keep, "1") != 0) return 1;
   using Fn = int (*)();
-  static const Fn mkl_own = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "mkl_serv_intel_cpu_true"));
+  const auto mkl_own = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "mkl_serv_intel_cpu_true"));
   if (mkl_own) return mkl_own();
   // Preloaded into a process whose MKL is not in the global scope (Python loads libtorch_cpu
   // privately): MKL's own test, the CPU's vendor.
@@ -26,4 +28,12 @@ extern "C" __attribute__((visibility("default"))) int mkl_serv_intel_cpu_true() 
 #else
   return 0;
 #endif
+}
+
+}  // namespace
+
+// Decided once: MKL may ask on every call that dispatches a kernel.
+extern "C" __attribute__((visibility("default"))) int mkl_serv_intel_cpu_true() {
+  static const int cached = answer();
+  return cached;
 }
