@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <sstream>
 #include <string_view>
 #include <thread>
@@ -116,6 +117,22 @@ class C10dCommunicator final : public Communicator {
   C10dCommunicator(c10::intrusive_ptr<PG> pg, c10::intrusive_ptr<c10d::Store> store, int rank,
                    int world, const char* name)
       : pg_(std::move(pg)), store_(std::move(store)), rank_(rank), world_(world), name_(name) {}
+  // A NCCL group is shut down on a normal exit, as torch.distributed's destroy_process_group
+  // does: without it ProcessGroupNCCL's destructor warns that resources may leak (seen at every
+  // exit on an H100). Not while an exception unwinds: a rank whose collective failed leaves
+  // without waiting on its peers.
+  ~C10dCommunicator() override {
+#if HPC_HAVE_NCCL
+    if constexpr (std::is_same_v<PG, c10d::ProcessGroupNCCL>) {
+      if (std::uncaught_exceptions() == 0) {
+        try {
+          pg_->shutdown();
+        } catch (const std::exception&) {  // the exit goes on; NCCL's watchdog cleans up
+        }
+      }
+    }
+#endif
+  }
   int rank() const override { return rank_; }
   int world() const override { return world_; }
   const char* backend() const override { return name_; }

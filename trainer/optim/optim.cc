@@ -109,16 +109,20 @@ void adamw_update_tensors(const AdamWTensors& t, const AdamWOptions& o, int64_t 
 
 double sum_of_squares(const std::vector<at::Tensor>& tensors) {
   double sumsq = 0;
-  std::vector<at::Tensor> on_device;  // [] double each, summed where they are
+  std::vector<at::Tensor> on_device;
   for (const auto& g : tensors) {
     if (!g.defined()) continue;
     if (plain_cpu_float(g))
       sumsq += sum_of_squares(g.data_ptr<float>(), g.numel());
     else
-      on_device.push_back(g.to(at::kDouble).pow(2).sum());
+      on_device.push_back(g);
   }
-  if (!on_device.empty()) sumsq += at::stack(on_device).sum().item<double>();  // one sync
-  return sumsq;
+  if (on_device.empty()) return sumsq;
+  // One multi-tensor kernel for all of them (torch.nn.utils.clip_grad_norm_'s way), each norm
+  // accumulated in fp32 as there, their squares summed in double: a few kernels per step
+  // instead of three per tensor (GPT-2 124M: 148 tensors).
+  const auto norms = at::stack(at::_foreach_norm(on_device, 2)).to(at::kDouble);
+  return sumsq + norms.pow(2).sum().item<double>();  // one device synchronisation
 }
 
 double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
@@ -129,9 +133,11 @@ double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
   // torch.nn.utils.clip_grad_norm_'s coefficient; at 1 the multiplication is the identity.
   const double coef = std::min(1.0, max_norm / (total + 1e-6));
   if (coef < 1.0) {
-    for (const auto& p : params) {
-      if (p.grad().defined()) p.grad().mul_(coef);
+    std::vector<at::Tensor> defined;
+    for (const auto& g : grads) {
+      if (g.defined()) defined.push_back(g);
     }
+    at::_foreach_mul_(defined, coef);  // one multi-tensor kernel on CUDA
   }
   return total;
 }
