@@ -120,6 +120,8 @@ const std::vector<std::string>& known_template_names() {
                                                  "nodes",
                                                  "gpus_per_node",
                                                  "world_size",
+                                                 "has_shape_base",
+                                                 "shape_base",
                                                  "sbatch",
                                                  "directive",
                                                  "has_modules",
@@ -283,6 +285,10 @@ data template_data(const Spec& spec, const RenderContext& ctx) {
   d.set("nodes", std::to_string(spec.shape.nodes));
   d.set("gpus_per_node", std::to_string(spec.shape.gpus_per_node));
   d.set("world_size", std::to_string(spec.world_size()));
+  if (!spec.shape.by_name_base.empty()) {
+    d.set("has_shape_base", true);
+    d.set("shape_base", comment_text(spec.shape.by_name_base));
+  }
 
   data sbatch{data::type::list};
   for (const auto& line : sbatch_directives(spec)) {

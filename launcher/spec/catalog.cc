@@ -199,6 +199,23 @@ std::optional<size_t> Catalog::find(PresetKind kind, const std::string& name, si
   return std::nullopt;
 }
 
+std::optional<std::pair<int, int>> shape_by_name(const std::string& name) {
+  const size_t n = name.find('n');
+  if (n == 0 || n == std::string::npos || name.size() < n + 3 || name.back() != 'g')
+    return std::nullopt;
+  const std::string nodes = name.substr(0, n), gpus = name.substr(n + 1, name.size() - n - 2);
+  const auto number = [](const std::string& s, int max) -> int {
+    if (s.empty() || s.size() > 6 || s[0] == '0') return 0;
+    for (unsigned char c : s)
+      if (!std::isdigit(c)) return 0;
+    const int v = std::stoi(s);
+    return v <= max ? v : 0;
+  };
+  const int N = number(nodes, 100000), M = number(gpus, 64);
+  if (N == 0 || M == 0) return std::nullopt;
+  return std::make_pair(N, M);
+}
+
 bool Catalog::has(PresetKind kind, const std::string& name) const {
   return find(kind, name, dirs_.size()).has_value();
 }
@@ -206,6 +223,8 @@ bool Catalog::has(PresetKind kind, const std::string& name) const {
 void Catalog::load_into(PresetKind kind, const std::string& name, size_t below, LoadedPreset& out,
                         std::vector<std::string>& chain) const {
   auto index = find(kind, name, below);
+  const auto by_name = kind == PresetKind::Shape && chain.empty() ? shape_by_name(name) : std::nullopt;
+  if (!index && by_name) return load_shape_by_name(name, *by_name, out, chain);
   if (!index) {
     throw UserError("", std::string("no ") + kind_noun(kind) + " named \"" + name + "\"",
                     suggest_fix(name, names(kind), kind_plural(kind)) +
@@ -250,6 +269,42 @@ void Catalog::load_into(PresetKind kind, const std::string& name, size_t below, 
   }
   merge_layer(out.content, content, shown, out.sources);
   out.files.push_back(shown);
+}
+
+// The shape preset nearest to N nodes x M GPUs: fewest nodes apart, then fewest GPUs per node
+// apart, a tie to the larger one (its time limit and CPUs suit the bigger job). Only the
+// presets whose own name is a shape (NnMg) are candidates: a named variant ("2n4g-long") is a
+// choice of its own.
+void Catalog::load_shape_by_name(const std::string& name, std::pair<int, int> shape,
+                                 LoadedPreset& out, std::vector<std::string>& chain) const {
+  std::optional<std::pair<int, int>> best;
+  std::string base;
+  for (const auto& candidate : names(PresetKind::Shape)) {
+    const auto c = shape_by_name(candidate);
+    if (!c) continue;
+    const auto distance = [&](std::pair<int, int> x) {
+      return std::make_pair(std::abs(x.first - shape.first), std::abs(x.second - shape.second));
+    };
+    if (!best || distance(*c) < distance(*best) || (distance(*c) == distance(*best) && *c > *best)) {
+      best = c;
+      base = candidate;
+    }
+  }
+  if (!best) {
+    throw UserError("", "no preset named \"" + name + "\" and no NnMg preset to take its other keys from",
+                    "add presets/shapes/" + name + ".json (hpclaunch presets list)");
+  }
+  load_into(PresetKind::Shape, base, dirs_.size(), out, chain);
+  const std::string origin = "--preset " + name + " (a shape by its name)";
+  nlohmann::json layer = {
+      {"description", std::to_string(shape.first) + " node" + (shape.first > 1 ? "s" : "") +
+                          " x " + std::to_string(shape.second) + " GPU" +
+                          (shape.second > 1 ? "s" : "") + ", the other keys from preset " + base},
+      {"nodes", shape.first},
+      {"gpus_per_node", shape.second}};
+  merge_layer(out.content, layer, origin, out.sources);
+  out.files.push_back(origin);
+  out.by_name_base = base;
 }
 
 LoadedPreset Catalog::load(PresetKind kind, const std::string& name,

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -32,7 +33,13 @@ struct LoadedPreset {
   nlohmann::json content;                      // schema of shape_file_schema / cluster_file_schema
   std::vector<std::string> files;              // base first, the named file last
   std::map<std::string, std::string> sources;  // leaf key path -> file that set it
+  // A shape named NnMg that no file holds: N nodes x M GPUs by its name, the other keys from
+  // the nearest shape preset, named here ("" for a preset file).
+  std::string by_name_base;
 };
+
+// N and M of a shape name "NnMg" (1 <= N <= 100000, 1 <= M <= 64), or nothing.
+std::optional<std::pair<int, int>> shape_by_name(const std::string& name);
 
 class Catalog {
  public:
@@ -70,6 +77,8 @@ class Catalog {
   // chain: the files of the `extends` chain being loaded, to report cycles.
   void load_into(PresetKind kind, const std::string& name, size_t below, LoadedPreset& out,
                  std::vector<std::string>& chain) const;
+  void load_shape_by_name(const std::string& name, std::pair<int, int> shape, LoadedPreset& out,
+                          std::vector<std::string>& chain) const;
 
   std::vector<SearchDir> dirs_;
 };

@@ -681,6 +681,7 @@ Spec resolve_spec(const Catalog& catalog, const SpecRequest& request) {
   apply_site_defaults(doc, spec.sources, shape.files);
   SpecReader r(doc, spec.sources);
   read_shape(r, spec.preset, spec.shape);
+  spec.shape.by_name_base = shape.by_name_base;
   read_profile(r, doc, spec.profile);
   check_shape_fits(r, spec);
   choose_qos(r, doc, spec.sources, spec);

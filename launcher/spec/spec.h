@@ -36,6 +36,9 @@ struct Shape {
   int cpus_per_gpu = 0;
   std::string mem_per_gpu;  // Slurm size ("64G"), empty: the partition's default
   std::string time;         // Slurm time limit ("02:00:00", "1-00:00:00")
+  // The preset that gave the other keys of a shape named NnMg that no file holds (catalog.h);
+  // "" for a preset file. Not part of the spec's document: the script's header says it.
+  std::string by_name_base;
 };
 
 enum class GpuRequest { GpusPerNode, Gres };

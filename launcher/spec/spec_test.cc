@@ -219,3 +219,44 @@ TEST_CASE("spec: built-in files are named relative to the data directory", "[spe
   CHECK(spec.sources.at("profile.gpu_request") == "presets/clusters/daic.json");
   CHECK(spec.sources.at("job.srun_wait") == "presets/defaults.json");
 }
+
+TEST_CASE("spec: a shape named NnMg without a file is N nodes x M GPUs", "[spec][shape]") {
+  SpecFixture f;
+  // ATI's Baskerville course runs 2 nodes x 3 GPUs: no file, the name says it.
+  auto s = f.resolve(ask("2n3g"));
+  CHECK(s.shape.nodes == 2);
+  CHECK(s.shape.gpus_per_node == 3);
+  CHECK(s.world_size() == 6);
+  // The other keys from the nearest preset: 2n2g and 2n4g are one GPU apart, the larger wins.
+  CHECK(s.shape.by_name_base == "2n4g");
+  CHECK(s.shape.time == "04:00:00");
+  CHECK(s.sources.at("shape.nodes") == "--preset 2n3g (a shape by its name)");
+  CHECK(s.sources.at("shape.time").find("shapes/2n4g.json") != std::string::npos);
+  // Fewest nodes apart first: 3n4g takes 4n4g's (2n4g and 4n4g are one node apart: the larger).
+  CHECK(f.resolve(ask("3n4g")).shape.by_name_base == "4n4g");
+  CHECK(f.resolve(ask("16n4g")).shape.by_name_base == "4n4g");
+  CHECK(f.resolve(ask("1n3g")).shape.by_name_base == "1n4g");
+  // A file of that name wins; a file is no by-name shape.
+  CHECK(f.resolve(ask("2n4g")).shape.by_name_base.empty());
+  f.write("user/shapes/2n3g.json", "{\"nodes\": 2, \"gpus_per_node\": 3, \"cpus_per_gpu\": 36, "
+                                   "\"time\": \"01:00:00\"}");
+  s = f.resolve(ask("2n3g"));
+  CHECK(s.shape.by_name_base.empty());
+  CHECK(s.shape.cpus_per_gpu == 36);
+  // The site's limits still hold, and names that are no shape stay unknown.
+  SpecRequest r = ask("1n8g", "jsc");
+  r.sets = {"profile.account=x"};
+  CHECK_THROWS_WITH(f.resolve(r), Catch::Contains("shape.gpus_per_node") &&
+                                      Catch::Contains("at most 4"));
+  for (const char* bad : {"0n2g", "2n0g", "02n2g", "2n65g", "n2g", "2ng", "2n2", "2x2g"})
+    CHECK_THROWS_WITH(f.resolve(ask(bad)), Catch::Contains("no preset named"));
+}
+
+TEST_CASE("shape_by_name reads NnMg and nothing else", "[spec][shape]") {
+  CHECK(hpc::shape_by_name("2n3g") == std::make_pair(2, 3));
+  CHECK(hpc::shape_by_name("100000n64g") == std::make_pair(100000, 64));
+  CHECK_FALSE(hpc::shape_by_name("100001n1g"));
+  CHECK_FALSE(hpc::shape_by_name("1n65g"));
+  CHECK_FALSE(hpc::shape_by_name("2n4g-long"));
+  CHECK_FALSE(hpc::shape_by_name("1n-1g"));
+}
