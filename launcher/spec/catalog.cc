@@ -223,7 +223,8 @@ bool Catalog::has(PresetKind kind, const std::string& name) const {
 void Catalog::load_into(PresetKind kind, const std::string& name, size_t below, LoadedPreset& out,
                         std::vector<std::string>& chain) const {
   auto index = find(kind, name, below);
-  const auto by_name = kind == PresetKind::Shape && chain.empty() ? shape_by_name(name) : std::nullopt;
+  const auto by_name =
+      kind == PresetKind::Shape && chain.empty() ? shape_by_name(name) : std::nullopt;
   if (!index && by_name) return load_shape_by_name(name, *by_name, out, chain);
   if (!index) {
     throw UserError("", std::string("no ") + kind_noun(kind) + " named \"" + name + "\"",
@@ -285,13 +286,16 @@ void Catalog::load_shape_by_name(const std::string& name, std::pair<int, int> sh
     const auto distance = [&](std::pair<int, int> x) {
       return std::make_pair(std::abs(x.first - shape.first), std::abs(x.second - shape.second));
     };
-    if (!best || distance(*c) < distance(*best) || (distance(*c) == distance(*best) && *c > *best)) {
+    if (!best || distance(*c) < distance(*best) ||
+        (distance(*c) == distance(*best) && *c > *best)) {
       best = c;
       base = candidate;
     }
   }
   if (!best) {
-    throw UserError("", "no preset named \"" + name + "\" and no NnMg preset to take its other keys from",
+    throw UserError("",
+                    "no preset named \"" + name +
+                        "\" and no NnMg preset to take its other keys from",
                     "add presets/shapes/" + name + ".json (hpclaunch presets list)");
   }
   load_into(PresetKind::Shape, base, dirs_.size(), out, chain);
