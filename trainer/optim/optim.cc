@@ -114,8 +114,10 @@ double sum_of_squares(const std::vector<at::Tensor>& tensors) {
     if (!g.defined()) continue;
     if (plain_cpu_float(g))
       sumsq += sum_of_squares(g.data_ptr<float>(), g.numel());
-    else
-      on_device.push_back(g);
+    else  // bf16 (fsdp's gathered gradients) is widened: its own norm would be rounded to bf16
+      on_device.push_back(g.scalar_type() == at::kBFloat16 || g.scalar_type() == at::kHalf
+                              ? g.to(at::kFloat)
+                              : g);
   }
   if (on_device.empty()) return sumsq;
   // One multi-tensor kernel for all of them (torch.nn.utils.clip_grad_norm_'s way), each norm
