@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include <c10/util/Exception.h>
 #include <CLI/CLI.hpp>
@@ -97,6 +98,22 @@ struct TrainFlags {
   hpc::train::TrainOptions options;
   ShapeFlags shape;
   int64_t seq_len = kUnset, decay = kUnset;
+  int64_t total_batch_tokens = kUnset, micro_batch = kUnset, warmup_steps = kUnset;
+
+  // Flags left unset take the named model's training defaults (model/config.h).
+  void apply_batch_defaults() {
+    auto& t = options;
+    const auto d = hpc::train::train_defaults(t.model.model);
+    t.total_batch_tokens = total_batch_tokens != kUnset ? total_batch_tokens : d.total_batch_tokens;
+    t.micro_batch = micro_batch != kUnset ? micro_batch : d.micro_batch;
+    t.warmup_steps = warmup_steps != kUnset ? warmup_steps : d.warmup_steps;
+    std::vector<std::string> taken;
+    if (total_batch_tokens == kUnset) taken.push_back("total batch");
+    if (micro_batch == kUnset) taken.push_back("micro-batch");
+    if (warmup_steps == kUnset) taken.push_back("warm-up");
+    for (size_t i = 0; i < taken.size(); ++i)
+      t.defaults_from += (i == 0 ? t.model.model + "'s defaults: " : ", ") + taken[i];
+  }
 };
 
 CLI::App* add_train_command(CLI::App& app, TrainFlags& f) {
@@ -111,19 +128,19 @@ CLI::App* add_train_command(CLI::App& app, TrainFlags& f) {
                     "validation tokens (default: *val* shards of --data)");
   train->add_option("--data-format", t.data_format, "auto, npy, llmc, u16 or text")
       ->capture_default_str();
-  train
-      ->add_option("--total-batch-tokens", t.total_batch_tokens,
-                   "tokens per optimiser step, all ranks")
-      ->capture_default_str();
-  train->add_option("--micro-batch", t.micro_batch, "sequences per forward pass (B)")
-      ->capture_default_str();
+  train->add_option("--total-batch-tokens", f.total_batch_tokens,
+                    "tokens per optimiser step, all ranks (default: the model's; gpt2 524288, "
+                    "mini 16384, tiny 8192)");
+  train->add_option("--micro-batch", f.micro_batch,
+                    "sequences per forward pass (B; default: the model's; gpt2 64, mini and tiny "
+                    "8)");
   train->add_option("--seq-len", f.seq_len, "tokens per sequence (T; default: the block size)");
   train->add_option("--max-steps", t.max_steps, "optimiser steps")->required();
   train->add_option("--max-lr", t.max_lr, "peak learning rate")->capture_default_str();
   train->add_option("--min-lr-ratio", t.min_lr_ratio, "cosine floor as a fraction of --max-lr")
       ->capture_default_str();
-  train->add_option("--warmup-steps", t.warmup_steps, "linear warm-up steps")
-      ->capture_default_str();
+  train->add_option("--warmup-steps", f.warmup_steps,
+                    "linear warm-up steps (default: the model's; gpt2 715, mini 20, tiny 5)");
   train->add_option("--decay-steps", f.decay,
                     "step where the cosine reaches its floor (default: --max-steps)");
   train->add_option("--weight-decay", t.weight_decay, "AdamW decay of 2+-dimensional tensors")
@@ -320,6 +337,7 @@ int main(int argc, char** argv) {
       tf.shape.apply(t.model);
       if (tf.seq_len != kUnset) t.seq_len = tf.seq_len;
       if (tf.decay != kUnset) t.decay_steps = tf.decay;
+      tf.apply_batch_defaults();
       return hpc::train::run_train(t);
     }
     if (*eval) return hpc::train::run_eval(e);

@@ -433,9 +433,12 @@ int run_train(const TrainOptions& o) {
   const double peak = peak_flops(device, o.peak_tflops);
   print0(rank,
          fmt::format("hpctrain: model {} ({:.2f}M parameters) | B {} T {} accumulation {} "
-                     "world {} ({}) | total batch {} tokens | device {} threads {} | precision {}",
+                     "world {} ({}) | total batch {} tokens{} | device {} threads {} | "
+                     "precision {}",
                      describe(config), double(parameter_count(config)) / 1e6, B, T, accum,
-                     rdv.world, strategy->name(), o.total_batch_tokens, device.str(),
+                     rdv.world, strategy->name(), o.total_batch_tokens,
+                     o.defaults_from.empty() ? "" : " (" + o.defaults_from + ")",
+                     device.str(),
                      at::get_num_threads(), bf16 ? "bf16" : "fp32"));
   if (const std::string layout = strategy->layout(); !layout.empty()) {
     print0(rank, fmt::format("{}: {}", strategy->name(), layout));

@@ -35,7 +35,8 @@ struct TrainOptions {
   std::string val_data;  // default: the *val* shards of a --data directory
   std::string data_format = "auto";
   // Batch: total_batch_tokens = micro_batch * seq_len * world * accumulation steps
-  int64_t total_batch_tokens = 524288;
+  int64_t total_batch_tokens = 524288;  // the defaults here and below: model/config.h
+  std::string defaults_from;  // "tiny's defaults: micro-batch, warm-up": what filled unset flags
   int64_t micro_batch = 64;
   std::optional<int64_t> seq_len;  // default: the model's block size
   // Recipe

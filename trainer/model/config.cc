@@ -33,6 +33,13 @@ GptConfig named_config(const std::string& name) {
   return it->second;
 }
 
+TrainDefaults train_defaults(const std::string& name) {
+  //                          tokens a step  B  warm-up
+  if (name == "mini") return {16384, 8, 20};
+  if (name == "tiny") return {8192, 8, 5};
+  return {};
+}
+
 std::vector<std::string> config_names() {
   return {"gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "mini", "tiny"};
 }

@@ -28,6 +28,17 @@ struct GptConfig {
 GptConfig named_config(const std::string& name);
 std::vector<std::string> config_names();
 
+// The batch and warm-up a named shape trains with unless a flag says otherwise. gpt2*: build-
+// nanogpt's recipe (524,288 tokens a step, 715 warm-up steps); the CPU shapes a batch that a
+// 2-core machine steps through in about a second, so that a demo of 50 steps ends in a minute
+// (tiny), and the benchmark's batch (mini).
+struct TrainDefaults {
+  int64_t total_batch_tokens = 524288;
+  int64_t micro_batch = 64;
+  int64_t warmup_steps = 715;
+};
+TrainDefaults train_defaults(const std::string& name);  // name: one of config_names()
+
 // Throws hpc::UserError (where: "--n-embd" etc.) when a shape is impossible: non-positive sizes,
 // n_embd not divisible by n_head.
 void validate(const GptConfig& c);
