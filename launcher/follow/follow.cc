@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <map>
 #include <ostream>
@@ -20,23 +21,33 @@ namespace hpc {
 namespace {
 
 std::atomic<bool> g_interrupted{false};
+// The signal that stopped the follow: SIGINT (Ctrl-C), SIGTERM (`timeout`, kill) or SIGHUP (the
+// terminal closed). Each leaves the job running and says how to cancel it.
+std::atomic<int> g_signal{0};
 
-extern "C" void on_interrupt(int) { g_interrupted = true; }
+extern "C" void on_interrupt(int sig) {
+  g_signal = sig;
+  g_interrupted = true;
+}
 
-// Installs the Ctrl-C handler for the duration of a follow.
+// Installs the handlers for the duration of a follow.
 class InterruptGuard {
  public:
   InterruptGuard() {
     g_interrupted = false;
+    g_signal = 0;
     struct sigaction sa {};
     sa.sa_handler = on_interrupt;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_);
+    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &sa, &old_[i]);
   }
-  ~InterruptGuard() { sigaction(SIGINT, &old_, nullptr); }
+  ~InterruptGuard() {
+    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
+  }
 
  private:
-  struct sigaction old_ {};
+  static constexpr std::array<int, 3> kSignals{SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> old_{};
 };
 
 // Sleeps in small slices so that Ctrl-C is noticed at once.
@@ -462,6 +473,16 @@ int Follower::run() {
   bool cancel_sent = false;
   while (true) {
     if (g_interrupted) {
+      if (g_signal != SIGINT) {
+        // Killed (`timeout`, kill) or the terminal closed: hpclaunch ends, the job does not.
+        const int sig = g_signal;
+        clear_status();
+        err_ << "hpclaunch: stopped by " << (sig == SIGHUP ? "SIGHUP" : "SIGTERM") << "; job "
+             << id_ << " goes on. Reattach: hpclaunch logs -f " << id_
+             << "   cancel: hpclaunch cancel " << id_ << "\n";
+        err_.flush();
+        return 128 + sig;
+      }
       if (o_.cancel_on_interrupt && !cancel_sent) {
         g_interrupted = false;
         cancel_sent = true;
@@ -534,7 +555,10 @@ int Follower::run() {
     }
     // Every poll: a PREEMPTED/NODE_FAIL watch ends when any other state shows.
     const bool settling = o_.follow && have_status_ && may_be_requeued();
-    if (o_.follow && have_status_ && status_.terminal() && !settling) return finish();
+    if (o_.follow && have_status_ && status_.terminal() && !settling) {
+      write_final_state(o_.final_state_dir, status_.state);
+      return finish();
+    }
     if (!o_.follow && have_status_) {
       emit_lines(stdout_, "", out_, true);
       emit_lines(stderr_, "", err_, true);

@@ -78,6 +78,9 @@ struct FollowOptions {
   // Sees every complete line of the job's logs, whatever --rank shows (the node check's line:
   // follow/excluded_nodes.h).
   std::function<void(const std::string&)> on_log_line;
+  // Where the state the job ended in is kept for `list` (run_record.h write_final_state); ""
+  // for a job that was not submitted from here.
+  std::string final_state_dir;
 };
 
 // Follows until the job ends (or Ctrl-C) and returns the exit status for hpclaunch.

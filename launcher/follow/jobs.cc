@@ -321,6 +321,7 @@ int submit_and_follow(const Spec& spec, const std::string& script, const Backend
   f.max_requeues = record.max_requeues;
   set_hang_watch(record, f);
   f.on_log_line = remember_slow_nodes(record);
+  f.final_state_dir = record.local_dir;
   return follow_job(*backend, record.job_id, f, std::cout, std::cerr);
 }
 
@@ -379,9 +380,21 @@ std::string describe_requeues(int restarts, int max_requeues) {
          " (job.max_requeues)";
 }
 
+namespace {
+
+// A state that Slurm may still take back (PREEMPTED and NODE_FAIL requeue where the job or the
+// site asks for it) is not kept: follow's settle time decides those (RequeueWatch).
+void remember_if_final(const RunRecord& record, const JobStatus& s) {
+  if (s.found && s.terminal() && s.state != "PREEMPTED" && s.state != "NODE_FAIL")
+    write_final_state(record.local_dir, s.state);
+}
+
+}  // namespace
+
 int show_status(const std::string& job, const BackendChoice& choice, bool as_json) {
   OpenedRun run = open_run(job, choice);
   JobStatus s = run.backend->status(run.record.job_id);
+  remember_if_final(run.record, s);
   if (as_json) {
     std::cout << json{{"job_id", run.record.job_id},
                       {"state", s.state},
@@ -441,6 +454,7 @@ int show_logs(const std::string& job, const BackendChoice& choice, bool follow,
   f.known_stdout_path = run.record.stdout_path;
   set_hang_watch(run.record, f);
   f.on_log_line = remember_slow_nodes(run.record);
+  f.final_state_dir = run.record.local_dir;
   return follow_job(*run.backend, run.record.job_id, f, std::cout, std::cerr);
 }
 
@@ -466,6 +480,8 @@ int list_jobs(const BackendChoice& choice, bool as_json, bool with_state) {
     for (const auto& r : runs) {
       json j = r.to_json();
       j["local_dir"] = r.local_dir;
+      const std::string final_state = read_final_state(r.local_dir);
+      j["final_state"] = final_state.empty() ? json(nullptr) : json(final_state);
       all.push_back(j);
     }
     std::cout << all.dump(2) << "\n";
@@ -478,21 +494,28 @@ int list_jobs(const BackendChoice& choice, bool as_json, bool with_state) {
   std::cout << fmt::format("{:<10} {:<20} {:<7} {:<8} {:<8} {:>5}  {:<11} {}\n", "JOB", "SUBMITTED",
                            "BACKEND", "PRESET", "STRATEGY", "RANKS", "STATE", "RUN DIR");
   for (const auto& r : runs) {
-    std::string state = "-";
-    if (with_state) {
+    // The state the job ended in, where a follow or a status saw it; a local job's is asked
+    // (a file of its supervisor: no scheduler, no cost), so one whose `run` was killed shows
+    // RUNNING; --state asks every backend for the rest.
+    std::string state = read_final_state(r.local_dir);
+    if (state.empty() && (with_state || r.backend == "local")) {
       try {
         BackendChoice c = choice;
         c.kind = r.backend;
         c.host = r.ssh_target;
         c.ssh_config = r.ssh_config;
         c.known_hosts = r.known_hosts;
+        if (c.kind == "local" && !r.run_dir.empty())
+          c.runs_dir = fs::path(r.run_dir).parent_path().string();
         auto b = make_backend(c);
         JobStatus s = b->status(r.job_id);
         state = s.found ? s.state : "GONE";
+        remember_if_final(r, s);
       } catch (const std::exception&) {
         state = "?";
       }
     }
+    if (state.empty()) state = "-";
     std::cout << fmt::format(
         "{:<10} {:<20} {:<7} {:<8} {:<8} {:>5}  {:<11} {}\n", r.job_id, r.submitted_at, r.backend,
         r.preset, r.strategy.empty() ? r.launch : r.strategy, r.world_size, state, r.local_dir);

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "atomic_file.h"
+#include "input_file.h"
 #include "json_file.h"
 
 namespace fs = std::filesystem;
@@ -125,6 +126,38 @@ std::optional<RunRecord> find_run(const std::string& runs_root, const std::strin
     if (r.job_id == job || fs::path(r.local_dir).filename() == job) found = r;  // newest wins
   }
   return found;
+}
+
+namespace {
+
+bool is_state_word(const std::string& s) {
+  if (s.empty() || s.size() > 32) return false;
+  for (unsigned char c : s)
+    if (!(std::isupper(c) || c == '_')) return false;
+  return true;
+}
+
+}  // namespace
+
+void write_final_state(const std::string& local_dir, const std::string& state) {
+  if (local_dir.empty() || !is_state_word(state)) return;
+  try {
+    write_file_atomically(fs::path(local_dir) / "final_state", state + "\n");
+  } catch (const std::exception&) {
+    // A cache: a run directory that cannot take it (read-only, full) is asked again next time.
+  }
+}
+
+std::string read_final_state(const std::string& local_dir) {
+  const fs::path file = fs::path(local_dir) / "final_state";
+  if (local_dir.empty() || !input_path_present(file)) return "";
+  try {
+    std::string s = read_input_file(file, "final state", 64);
+    while (!s.empty() && s.back() == '\n') s.pop_back();
+    return is_state_word(s) ? s : "";
+  } catch (const std::exception&) {
+    return "";
+  }
 }
 
 std::string utc_now_iso8601() {

@@ -58,6 +58,13 @@ std::optional<RunRecord> find_run(const std::string& runs_root, const std::strin
 // All runs under runs_root, oldest first.
 std::vector<RunRecord> list_runs(const std::string& runs_root);
 
+// The state a job ended in, as `run`, `logs -f` or `status` last saw it, kept in
+// <local_dir>/final_state so that `list` shows it without asking the scheduler once per row.
+// Only Slurm's state words are kept (capital letters and '_'): anything else in the file reads
+// as nothing (a damaged or edited file never reaches the terminal).
+void write_final_state(const std::string& local_dir, const std::string& state);
+std::string read_final_state(const std::string& local_dir);  // "" when none was kept
+
 std::string utc_now_iso8601();
 
 // The run-directory-safe form of a job name, used for <runs>/<name>-<job id>/ and for %x in log
