@@ -40,7 +40,9 @@ NOT_COMMANDS = {
 # Scripts that run on a host preparing a test machine, not on the machine under test: they
 # install what they need themselves (scripts/install-deps.sh --fresh-root), so a program only
 # they use need not be installed here; when it is, its package must still be named.
-HOST_TOOLS = {"scripts/fresh-root-test.sh"}
+# scripts/gpu-check.sh runs on a GPU machine, whose driver brings nvidia-smi (no Debian package
+# of this machine's kind has it); without a GPU it says so and exits 0.
+HOST_TOOLS = {"scripts/fresh-root-test.sh", "scripts/gpu-check.sh"}
 # Programs of the tests' Python environment (scripts/install-deps.sh --python: a virtual
 # environment of Debian's python3 with the pins of scripts/python-requirements.txt), each with the
 # PyPI package that installs it. Tests run them by path ("$venv/bin/torchrun"); one named bare is

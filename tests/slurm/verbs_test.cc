@@ -64,7 +64,8 @@ TEST_CASE("submit prints the job id, status, logs, logs -f --rank, list and the 
   CHECK(list.exit_code == 0);
   const std::string run_dir = ws.work() + "/runs/" + ws.job_name() + "-" + job;
   CHECK(std::regex_search(list.out,
-                          std::regex("\n" + job + " +\\S+ +slurm +1n2g +ddp +2 +- +" + run_dir)));
+                          std::regex("\n" + job + " +\\S+ +slurm +1n2g +ddp +2 +COMPLETED +" +
+                                     run_dir)));  // as `logs -f` and `status` saw it end
   auto list_state = ws.hpclaunch({"list", "--state"});
   CHECK(std::regex_search(list_state.out, std::regex("\n" + job + " .* COMPLETED ")));
 
