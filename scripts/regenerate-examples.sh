@@ -30,8 +30,8 @@ trainer_args=(--model gpt2 --data /path/to/edu_fineweb10B --total-batch-tokens 5
   --micro-batch 16 --seq-len 1024 --max-steps 19073)
 # What profiles require (account, QoS, memory) gets a placeholder: --set KEY=VALUE, space-separated.
 declare -A cluster_flags=(
-  [baskerville]="profile.account=myproject profile.qos=myqos shape.mem_per_gpu=64G"
-  [daic]="profile.account=mygroup shape.mem_per_gpu=16G"
+  [baskerville]="profile.account=myproject profile.qos=myqos"
+  [daic]="profile.account=mygroup"
   [jsc]="profile.account=myproject")
 
 out="${work}/generated"

@@ -90,8 +90,10 @@ int list_clusters(const Catalog& catalog, bool as_json) {
                            "IB SUFFIX", "DESCRIPTION");
   for (const auto& c : all) {
     std::string req = c["gpu_request"].get<std::string>();
+    const int max_gpus = c["max_gpus_per_node"].get<int>();  // 0: no limit in the profile
     std::cout << fmt::format("{:<14} {:<14} {:>8} {:>9}  {}\n", c["name"].get<std::string>(),
-                             req.empty() ? "gpus-per-node" : req, c["max_gpus_per_node"].get<int>(),
+                             req.empty() ? "gpus-per-node" : req,
+                             max_gpus > 0 ? std::to_string(max_gpus) : "-",
                              comment_text(c["ib_suffix"].get<std::string>()),
                              comment_text(c["description"].get<std::string>()));
   }

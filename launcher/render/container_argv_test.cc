@@ -124,10 +124,12 @@ TEST_CASE("container script: where the runtime goes in each launch mode", "[cont
                  "\"${hpc_srun[@]}\" \"${hpc_task[@]}\" \"${hpc_container[@]}\" "
                  "\"${hpc_program[@]}\" &\n"));
   // torchrun: the runtime starts torchrun in the image, one per node; torchrun starts the ranks.
+  // The host's bash of each task adds is_host, then execs the runtime.
   s = render(resolve_launch("torchrun", apptainer));
-  CHECK(contains(s,
-                 "\"${hpc_srun[@]}\" \"${hpc_container[@]}\" \"${hpc_torchrun[@]}\" "
-                 "\"${hpc_program[@]}\" &\n"));
+  CHECK(contains(s, "hpc_torchrun=(\"${hpc_container[@]}\" \"${hpc_torchrun[@]}\")"));
+  CHECK(contains(s, "\"${hpc_srun[@]}\" bash -c \"${hpc_torchrun_node}\" torchrun-node "
+                    "\"${#hpc_torchrun[@]}\" \"${hpc_rdzv_conf}\" \"${hpc_torchrun[@]}\" "
+                    "\"${hpc_program[@]}\" &\n"));
   s = render(resolve_launch("hpctrain", {"container.runtime=charliecloud", "container.image=/i"}));
   CHECK(contains(s, "\"${hpc_srun[@]}\" \"${hpc_container[@]}\" \"${hpc_train[@]}\" &\n"));
 
@@ -138,6 +140,8 @@ TEST_CASE("container script: where the runtime goes in each launch mode", "[cont
   CHECK(contains(s, "\"${hpc_srun[@]}\" \"${hpc_task[@]}\" \"${hpc_program[@]}\" &\n"));
   s = render(resolve_launch("torchrun", pyxis));
   CHECK(contains(s, "(one task per node)\n  --container-image=img.sqsh\n)\n"));
-  CHECK(contains(s, "\"${hpc_srun[@]}\" \"${hpc_torchrun[@]}\" \"${hpc_program[@]}\" &\n"));
+  CHECK(contains(s, "\"${hpc_srun[@]}\" bash -c \"${hpc_torchrun_node}\" torchrun-node "
+                    "\"${#hpc_torchrun[@]}\" \"${hpc_rdzv_conf}\" \"${hpc_torchrun[@]}\" "
+                    "\"${hpc_program[@]}\" &\n"));
   CHECK_FALSE(contains(s, "hpc_container"));
 }

@@ -110,6 +110,9 @@ TEST_CASE("launch render: torchrun runs one agent per node with a c10d rendezvou
             std::to_string(
                 4 * resolve("torchrun", {"x"}, "jsc", {"profile.account=p"}).shape.cpus_per_gpu) +
             " # every CPU of the node's 4 GPU slot(s)\n"
+            "  \"--cpu-bind=none\" # profile.cpu_bind: each task's CPUs; OMP_NUM_THREADS = its CPU "
+            "count\n"
+            "  \"--gpu-bind=none\" # profile.gpu_bind: which GPU(s) each task sees\n"
             "  --label # prefix each output line with its node index (one task per node)\n"
             ")");
   // The job itself asks one task per node with all its CPUs, so the step fits inside it.
@@ -131,8 +134,31 @@ TEST_CASE("launch render: torchrun runs one agent per node with a c10d rendezvou
         ")");
   CHECK(section(s, "hpc_program=(", ")") ==
         "hpc_program=(\n  python\n  train.py\n  --lr\n  3e-4\n)");
-  CHECK(contains(s, "\n\"${hpc_srun[@]}\" \"${hpc_torchrun[@]}\" \"${hpc_program[@]}\" &\n"));
+  // Each node's task adds is_host (1 on node 0) to the --rdzv_conf, here none of the user's.
+  CHECK(contains(s, "\nhpc_rdzv_conf=''\n"));
+  CHECK(contains(s, "is_host=$((SLURM_NODEID == 0 ? 1 : 0))"));
+  CHECK(contains(s, "\n\"${hpc_srun[@]}\" bash -c \"${hpc_torchrun_node}\" torchrun-node "
+                    "\"${#hpc_torchrun[@]}\" \"${hpc_rdzv_conf}\" \"${hpc_torchrun[@]}\" "
+                    "\"${hpc_program[@]}\" &\n"));
   CHECK_FALSE(contains(s, "hpc_task="));
+}
+
+TEST_CASE("launch render: a --rdzv_conf of torchrun.command gets is_host added, not replaced",
+          "[launch]") {
+  auto spec = resolve("torchrun", {"python", "train.py"}, "generic",
+                      {R"(torchrun.command=["torchrun", "--rdzv_conf=join_timeout=900"])"});
+  std::string s = render(spec);
+  CHECK(check_script(s).empty());
+  CHECK(contains(s, "\nhpc_rdzv_conf=join_timeout=900\n"));
+  CHECK_FALSE(contains(s, "  --rdzv_conf"));  // taken out of the command
+  // What a node's task runs: the user's keys, then is_host.
+  const std::string snippet = s.substr(s.find("hpc_torchrun_node='") + 19);
+  CHECK(snippet.find("c+=\"${c:+,}is_host=") != std::string::npos);
+  spec = resolve("torchrun", {"python", "train.py"}, "generic",
+                 {R"(torchrun.command=["torchrun", "--rdzv_conf", "$(touch /tmp/x),a=1"])"});
+  s = render(spec);
+  CHECK(check_script(s).empty());
+  CHECK(contains(s, "\nhpc_rdzv_conf=\"\\$(touch /tmp/x),a=1\"\n"));  // a user's value: text
 }
 
 TEST_CASE("launch render: torchrun runs a .py file with its own Python, and any launcher",

@@ -126,6 +126,10 @@ const std::vector<std::string>& known_template_names() {
                                                  "directive",
                                                  "has_modules",
                                                  "modules",
+                                                 "is_use",
+                                                 "use_dir",
+                                                 "is_load",
+                                                 "stage",
                                                  "name",
                                                  "module_purge",
                                                  "module_purge_command",
@@ -178,6 +182,7 @@ const std::vector<std::string>& known_template_names() {
                                                  "launch_torchrun",
                                                  "torchrun_command",
                                                  "torchrun_runs_python",
+                                                 "torchrun_rdzv_conf",
                                                  "cpus_per_node",
                                                  "node_check",
                                                  "node_check_margin",
@@ -242,13 +247,38 @@ std::string cluster_path_word(const std::string& path, bool relative_dot) {
   return shell_quote(path);
 }
 
+// profile.modules as the template's list: "NAME" loads a module; "use:DIR" adds a module path
+// (`module use DIR`; "use:$VAR" / "use:${VAR}" a path the site keeps in a variable, as JSC's
+// $OTHERSTAGES, expanded when the job runs). A stage ("Stages/2024") that fails to load gets
+// the hint that a retired one needs `module use $OTHERSTAGES` first.
+data module_list(const std::vector<std::string>& modules) {
+  data list{data::type::list};
+  for (const auto& m : modules) {
+    data item;
+    item.set("name", m);
+    if (m.rfind("use:", 0) == 0) {
+      std::string dir = m.substr(4);
+      std::string var = dir.size() > 1 && dir[0] == '$' ? dir.substr(1) : "";
+      if (var.size() > 2 && var.front() == '{' && var.back() == '}')
+        var = var.substr(1, var.size() - 2);
+      item.set("is_use", true);
+      item.set("use_dir", is_env_name(var) ? "\"${" + var + "}\"" : cluster_path_word(dir, false));
+    } else {
+      item.set("is_load", true);
+      if (m.rfind("Stages/", 0) == 0) item.set("stage", true);
+    }
+    list << item;
+  }
+  return list;
+}
+
 // Modules, the Python environment and the variables passed from the submitting shell.
 void set_site_env(data& d, const Spec& spec) {
   const auto& p = spec.profile;
   // A purge alone (modules removed in a layer above) still runs: the job starts from the site's
   // bare module set.
   d.set("has_modules", flag(!p.modules.empty() || p.module_purge != ModulePurge::None));
-  d.set("modules", string_list(p.modules, "name"));
+  d.set("modules", module_list(p.modules));
   d.set("module_purge", flag(p.module_purge != ModulePurge::None));
   d.set("module_force", flag(p.module_purge == ModulePurge::Force));
   d.set("module_purge_command", p.module_purge == ModulePurge::Force ? "--force purge" : "purge");
@@ -358,7 +388,22 @@ data template_data(const Spec& spec, const RenderContext& ctx) {
   d.set("launch_hpctrain", flag(spec.launch == "hpctrain"));
   d.set("launch_srun", flag(spec.launch == "srun"));
   d.set("launch_torchrun", flag(spec.launch == "torchrun"));
-  d.set("torchrun_command", string_list(spec.torchrun_command, "arg"));
+  // A --rdzv_conf of the user's torchrun.command is taken out and handed to each node's task,
+  // which adds is_host to it (torchrun keeps only the last --rdzv_conf it is given).
+  std::vector<std::string> torchrun_command;
+  std::string rdzv_conf;
+  for (size_t i = 0; i < spec.torchrun_command.size(); ++i) {
+    const std::string& a = spec.torchrun_command[i];
+    if ((a == "--rdzv_conf" || a == "--rdzv-conf") && i + 1 < spec.torchrun_command.size()) {
+      rdzv_conf = spec.torchrun_command[++i];
+    } else if (a.rfind("--rdzv_conf=", 0) == 0 || a.rfind("--rdzv-conf=", 0) == 0) {
+      rdzv_conf = a.substr(a.find('=') + 1);
+    } else {
+      torchrun_command.push_back(a);
+    }
+  }
+  d.set("torchrun_command", string_list(torchrun_command, "arg"));
+  d.set("torchrun_rdzv_conf", rdzv_conf);
   // torchrun runs a .py file with its own Python; anything else it must run as it is.
   const std::string& program = spec.trainer.program;
   d.set("torchrun_runs_python",

@@ -44,7 +44,7 @@ TEST_CASE("render: the script's parts come in the documented order", "[render]")
                                     "# Spec: sha256 ",
                                     "#SBATCH --job-name=",
                                     "set -euo pipefail",
-                                    "module load Stages/2024",
+                                    "module load Stages/2025",
                                     "export OMP_NUM_THREADS=",
                                     "export UCX_RC_TIMEOUT=4s",
                                     "scontrol show hostnames",
@@ -109,7 +109,7 @@ TEST_CASE("render: the site environment comes in order, before the job's own env
                R"(profile.env.UCX_RC_TIMEOUT={"value": "4s", "reason": "a site"})"}));
   std::vector<std::string> order = {"if ! type module >/dev/null 2>&1; then",
                                     "if ! module --force purge; then",
-                                    "if ! module load Stages/2024; then",
+                                    "if ! module load Stages/2025; then",
                                     "echo set up",
                                     "hpc_venv=\"${HOME}\"/venvs/train",
                                     "source \"${hpc_venv}/bin/activate\"",

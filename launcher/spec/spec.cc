@@ -274,9 +274,11 @@ void read_profile(const SpecReader& r, const json& doc, ClusterProfile& p) {
   for (const auto& key : p.required) check_required_key(r, key);
   p.modules = r.strings("profile.modules");
   for (size_t i = 0; i < p.modules.size(); ++i) {
-    if (p.modules[i].empty()) {
-      throw UserError(r.where("profile.modules"), "entry " + std::to_string(i + 1) + " is empty",
-                      "remove it");
+    const bool empty = p.modules[i].empty();
+    if (empty || p.modules[i] == "use:") {  // "use:DIR" adds DIR to the module path
+      throw UserError(r.where("profile.modules"),
+                      "entry " + std::to_string(i + 1) + (empty ? " is empty" : " names no DIR"),
+                      empty ? "remove it" : "write use:DIR or use:$VARIABLE ($OTHERSTAGES)");
     }
   }
   read_site_env(r, p);

@@ -83,23 +83,21 @@ TEST_CASE("spec: every built-in preset renders on every cluster that can hold it
   for (const auto& preset : catalog.names(hpc::PresetKind::Shape)) {
     for (const auto& cluster : catalog.names(hpc::PresetKind::Cluster)) {
       SpecRequest r = ask(preset, cluster);
-      // What the profiles require (DAIC's QoS comes from the time limit).
-      r.sets = {"profile.account=proj", "shape.mem_per_gpu=16G"};
-      if (cluster != "daic") r.sets.push_back("profile.qos=normal");
+      // What the profiles require.
+      r.sets = {"profile.account=proj", "profile.qos=normal"};
       try {
         f.resolve(r);
         ++ok;
       } catch (const UserError& e) {
-        // Only 8-GPU nodes on 4-GPU clusters, and 8 hours on DAIC (QoS short: 4 h), may fail.
+        // Only 8-GPU nodes on 4-GPU clusters may fail.
         const std::string why = e.what();
-        CHECK((why.find("GPUs per node") != std::string::npos ||
-               why.find("longer than every QoS") != std::string::npos));
+        CHECK(why.find("GPUs per node") != std::string::npos);
         ++rejected;
       }
     }
   }
   CHECK(ok >= 24);
-  CHECK(rejected == 4);  // 2n8g on baskerville, daic, jsc; 4n4g (08:00:00) on daic
+  CHECK(rejected == 2);  // 2n8g on baskerville and jsc (DAIC's guide names no GPU count)
 }
 
 TEST_CASE("spec: later layers win, null removes, -- args append", "[spec]") {

@@ -90,7 +90,8 @@ size_t find_run(const std::vector<std::string>& all, const std::vector<std::stri
 // The container's words reach srun in one piece and in the runtime's place for the launch mode:
 //   hpctrain  srun OPTIONS [PYXIS] [RUNTIME... IMAGE] prog train --strategy ddp
 //   srun      srun OPTIONS [PYXIS] bash -c LINE hpc-task [RUNTIME... IMAGE] prog
-//   torchrun  srun OPTIONS [PYXIS] [RUNTIME... IMAGE] torchrun ... prog
+//   torchrun  srun OPTIONS [PYXIS] bash -c LINE torchrun-node N CONF [RUNTIME... IMAGE] torchrun
+//             ... prog   (the host's bash of each node adds is_host to CONF, here empty)
 void check_container_job(const ContainerCase& c, const std::string& launch) {
   Sandbox sb;
   install_slurm_stubs(sb);
@@ -119,13 +120,19 @@ void check_container_job(const ContainerCase& c, const std::string& launch) {
   REQUIRE(at > 0);
   REQUIRE(at + c.expected.size() < argv.size());
   const std::string before = argv[at - 1], after = argv[at + c.expected.size()];
-  CHECK(before == (launch == "srun" && !pyxis ? "hpc-task" : "--label"));
+  if (launch == "torchrun" && !pyxis) {
+    REQUIRE(at >= 3);
+    CHECK(before == "");  // the --rdzv_conf the task adds is_host to
+    CHECK(argv[at - 3] == "torchrun-node");
+  } else {
+    CHECK(before == (launch == "srun" && !pyxis ? "hpc-task" : "--label"));
+  }
   if (launch == "hpctrain") {
     CHECK(after == "prog");
     CHECK(std::vector<std::string>(argv.end() - 4, argv.end()) ==
           std::vector<std::string>{"prog", "train", "--strategy", "ddp"});
   } else {
-    CHECK(after == (launch == "torchrun" ? "torchrun" : pyxis ? "bash" : "prog"));
+    CHECK(after == (launch == "torchrun" && !pyxis ? "torchrun" : pyxis ? "bash" : "prog"));
     CHECK(argv.back() == "prog");
   }
 }

@@ -126,23 +126,43 @@ TEST_CASE("hostile launch: torchrun's command and the program stay words", "[hos
       const std::string v = hostile_words(sb.root().string())[i];
       std::string script;
       auto argv = render_and_run(sb, "torchrun", v, script);
-      const std::vector<std::string> expected = {"--ntasks-per-node=1",
-                                                 "--cpus-per-task=16",
-                                                 "--label",
-                                                 as_program(v),
+      const std::vector<std::string> torchrun = {as_program(v),
                                                  "--x=" + v,
                                                  "--nnodes=1",
                                                  "--nproc_per_node=2",
                                                  "--rdzv_backend=c10d",
                                                  "--rdzv_endpoint=127.0.0.1:24242",
                                                  "--rdzv_id=4242",
-                                                 "--no_python",
-                                                 as_program(v),
-                                                 v,
-                                                 "",
-                                                 v,
-                                                 "--f=" + v};
+                                                 "--no_python"};
+      const std::vector<std::string> program = {as_program(v), v, "", v, "--f=" + v};
+      // srun ... bash -c LINE torchrun-node N CONF TORCHRUN... PROGRAM...
+      std::vector<std::string> expected = {"torchrun-node", std::to_string(torchrun.size()), ""};
+      expected.insert(expected.end(), torchrun.begin(), torchrun.end());
+      expected.insert(expected.end(), program.begin(), program.end());
+      REQUIRE(argv.size() > expected.size() + 6);
       CHECK(tail_of(argv, expected.size()) == expected);
+      const size_t at = argv.size() - expected.size();
+      CHECK(std::vector<std::string>(argv.begin() + at - 6, argv.begin() + at - 3) ==
+            std::vector<std::string>{"--ntasks-per-node=1", "--cpus-per-task=16", "--label"});
+      CHECK(argv[at - 3] == "bash");
+      CHECK(argv[at - 2] == "-c");
+      // Each node's task runs that line: torchrun (a printer here) gets its words, the
+      // rendezvous's is_host (0 on node 1) and the program's words, each one word.
+      const std::vector<std::string> printer = {"/bin/bash", "-c", "printf '%s\\0' \"$@\"",
+                                                "torchrun"};
+      std::vector<std::string> task = {"/bin/bash", "-c", argv[at - 1], "torchrun-node",
+                                       std::to_string(printer.size() + torchrun.size() - 1), ""};
+      task.insert(task.end(), printer.begin(), printer.end());
+      task.insert(task.end(), torchrun.begin() + 1, torchrun.end());
+      task.insert(task.end(), program.begin(), program.end());
+      Run t = spawn(task, sb.work(), job_env(sb, {"SLURM_NODEID=1"}));
+      INFO("task: " << t.describe());
+      REQUIRE(t.status == 0);
+      std::vector<std::string> seen(torchrun.begin() + 1, torchrun.end());
+      seen.push_back("--rdzv_conf=is_host=0");
+      seen.insert(seen.end(), program.begin(), program.end());
+      CHECK(split_nul(t.out) == seen);
+      CHECK(canaries(sb).empty());
     }
   }
 }

@@ -444,10 +444,11 @@ TEST_CASE("job script: jsc modules, NCCL variables and MASTER_ADDR from the IB h
   REQUIRE(job.status == 0);
   CHECK(read_file(sb.root() / "log" / "getent") == "node01i\n");
   CHECK(module_calls(sb) == std::vector<std::vector<std::string>>{{"--force", "purge"},
-                                                                  {"load", "Stages/2024"},
+                                                                  {"load", "Stages/2025"},
                                                                   {"load", "GCC"},
-                                                                  {"load", "CUDA"},
-                                                                  {"load", "NCCL"}});
+                                                                  {"load", "OpenMPI"},
+                                                                  {"load", "Python"},
+                                                                  {"load", "PyTorch"}});
   auto env = srun_env(sb);
   // Not set: 50 and 10 do not fit the IB fields (presets/clusters/jsc.json says why).
   CHECK(env.count("NCCL_IB_TIMEOUT") == 0);
@@ -457,8 +458,9 @@ TEST_CASE("job script: jsc modules, NCCL variables and MASTER_ADDR from the IB h
   CHECK(env["MASTER_PORT"] == "24242");
   CHECK(srun_argv(sb) ==
         std::vector<std::string>{"--export=ALL", "--kill-on-bad-exit=1", "--wait=60",
-                                 "--ntasks-per-node=4", "--cpus-per-task=12", "--label", "hpctrain",
-                                 "train", "--strategy", "fsdp", "--model", "tiny"});
+                                 "--ntasks-per-node=4", "--cpus-per-task=24", "--cpu-bind=none",
+                                 "--gpu-bind=none", "--label", "hpctrain", "train", "--strategy",
+                                 "fsdp", "--model", "tiny"});
 }
 
 TEST_CASE("job script: NCCL_P2P_DISABLE=auto decides from nvidia-smi topo -m",

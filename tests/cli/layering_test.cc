@@ -89,11 +89,12 @@ TEST_CASE("layering: a user clusters/NAME.json extending its own name builds on 
   CHECK(r.spec["profile"]["partition"] == "develbooster");
   CHECK(r.spec["profile"]["account"] == "myproj");
   CHECK(r.spec["profile"]["ib_suffix"] == "i");  // from the built-in
-  CHECK(r.spec["profile"]["modules"] == json::array({"Stages/2024", "GCC", "CUDA", "NCCL"}));
+  CHECK(r.spec["profile"]["modules"] ==
+        json::array({"Stages/2025", "GCC", "OpenMPI", "Python", "PyTorch"}));
   CHECK_FALSE(r.spec["profile"].contains("module_purge"));  // removed by null
   CHECK(has_line(r.script, "#SBATCH --partition=develbooster"));
   CHECK(has_line(r.script, "#SBATCH --account=myproj"));
-  CHECK(has_line(r.script, "if ! module load Stages/2024; then"));
+  CHECK(has_line(r.script, "if ! module load Stages/2025; then"));
   CHECK(has_line(r.script, "hpc_ib_suffix=i"));
   CHECK_THAT(r.script, !Contains("module --force purge"));
 
