@@ -6,7 +6,7 @@
 # InfiniBand aliases (node01i, as on JSC clusters).
 #
 #   scripts/testcluster.sh up     [--dir D] [--nodes N] [--ssh-port P] [--port-base B] [--timeout S]
-#                                 [--accounting]
+#                                 [--accounting] [--ib-netns]
 #   scripts/testcluster.sh down   [--dir D]
 #   scripts/testcluster.sh status [--dir D]      exit 0 when up, 3 when down
 #   eval "$(scripts/testcluster.sh env [--dir D])"
@@ -24,6 +24,19 @@
 # (AccountingStorageEnforce=associations,limits,qos), and a second partition `short`
 # (MaxTime=00:30:00, MaxNodes=1). Without it (the other tests' cluster) nothing of that starts.
 # ~5 s more on the first `up` (mariadb-install-db), ~1 s later on.
+#
+# --ib-netns makes a cluster whose InfiniBand names are other addresses than its host names, as
+# on JSC's JUWELS (jwb0001 and jwb0001i resolve to different addresses): all of it (munged,
+# slurmctld, the slurmd's, sshd) runs in a network namespace of its own, hpclaunch-ib-B (made
+# with `ip netns add`, entered with `nsenter --net=/run/netns/NAME`: `ip netns exec` mounts a
+# /sys without the cgroup hierarchy, which slurmd refuses), whose loopback carries one TEST-NET-1
+# address per name: nodeNN is 192.0.2.N (its NodeAddr), nodeNNi 192.0.2.(100+N). The namespace
+# has a hosts file of its own, D/etc/hosts (localhost, this host's name, the nodes, the i
+# names), bound over /etc/hosts in a private mount namespace; the machine's /etc/hosts is not
+# touched. `up` writes D/bin/in-cluster: `D/bin/in-cluster CMD [ARGS...]` runs CMD in there with
+# SLURM_CONF set (sbatch, squeue, srun, hpclaunch; an ordinary user through `sudo -n`, CMD then
+# as that user). down, status and env find the mode in D/cluster.env; `down` also stops every
+# process left in the namespace and removes it.
 #
 # D must be a directory that only root can write, with every directory above it searchable by
 # all (munged refuses a socket below a 0700 home): keep it out of the checkout, e.g. under /tmp.
@@ -58,6 +71,8 @@ ssh_port=2222
 port_base=17000
 timeout_s=60
 accounting=0
+ib=0
+ib_netns=""
 while (($#)); do
   case $1 in
     --dir) dir=${2:?--dir needs a value}; shift 2 ;;
@@ -66,6 +81,7 @@ while (($#)); do
     --port-base) port_base=${2:?--port-base needs a value}; shift 2 ;;
     --timeout) timeout_s=${2:?--timeout needs a value}; shift 2 ;;
     --accounting) accounting=1; shift ;;
+    --ib-netns) ib=1; shift ;;
     -h|--help) usage ;;
     *) echo "testcluster: unknown argument '$1'" >&2; usage ;;
   esac
@@ -90,8 +106,17 @@ if [[ $verb != up && -r $D/cluster.env ]]; then
   # shellcheck source=/dev/null
   source "$D/cluster.env"
 fi
+# --ib-netns: the namespace's name comes from the port base (two such clusters never share one).
+if [[ -n $ib_netns ]]; then ib=1; fi
+if ((ib)) && [[ -z $ib_netns ]]; then ib_netns=hpclaunch-ib-$port_base; fi
+netns_file=/run/netns/$ib_netns
+in_cluster=$D/bin/in-cluster
+ns_hosts=$D/etc/hosts
 
 node_name() { printf 'node%02d' "$1"; }
+# Node i's address (its NodeAddr) and, with --ib-netns, the address of its InfiniBand name.
+node_addr() { if ((ib)); then echo "192.0.2.$1"; else echo 127.0.0.1; fi; }
+ib_addr() { echo "192.0.2.$((100 + $1))"; }
 
 # ---------------------------------------------------------------- processes we own
 # Prints the pid in pidfile $1 when that process runs and its command line contains $2 (a path
@@ -124,7 +149,8 @@ slurmdbd_pid() {
 # True while pid $1 runs. A zombie counts as gone: pid 1 here may take seconds to reap it.
 running() {
   local stat
-  stat=$(<"/proc/$1/stat") 2>/dev/null || return 1
+  # `read`, not $(<file): a process gone in between makes $(<file) end the script under set -e.
+  read -r stat 2>/dev/null <"/proc/$1/stat" || return 1
   stat=${stat##*) }
   [[ ${stat%% *} != Z ]]
 }
@@ -233,7 +259,7 @@ EOF
   fi
   for ((i = 1; i <= nodes; i++)); do
     name=$(node_name "$i")
-    echo "NodeName=$name NodeHostname=$name NodeAddr=127.0.0.1 Port=$((port_base + i))" \
+    echo "NodeName=$name NodeHostname=$name NodeAddr=$(node_addr "$i") Port=$((port_base + i))" \
       "CPUs=32 RealMemory=64000 Gres=gpu:tesla:4"
   done
   # Preemption as sites configure it (slurm.conf(5), preempt.html): a job in "urgent" (higher
@@ -361,6 +387,7 @@ ssh_client_conf() {
 cluster_env() {
   printf 'nodes=%q\nssh_port=%q\nport_base=%q\nclient_user=%q\naccounting=%q\n' \
     "$nodes" "$ssh_port" "$port_base" "$client_user" "$accounting"
+  if ((ib)); then printf 'ib_netns=%q\n' "$ib_netns"; fi
 }
 
 # Writes $2 to file $1 (mode $3) when it differs; returns 1 when it differed.
@@ -439,10 +466,139 @@ make_private_dir() {
   done
 }
 
+# ---------------------------------------------------------------- --ib-netns
+# The namespace's own /etc/hosts: each node's name and its InfiniBand name on other addresses.
+ib_hosts() {
+  local i name host
+  host=$(hostname -s)
+  echo "# Written by scripts/testcluster.sh up --ib-netns: /etc/hosts in network namespace $ib_netns."
+  echo "127.0.0.1 localhost"
+  echo "::1 localhost ip6-localhost ip6-loopback"
+  # The controller (SlurmctldHost=$host(127.0.0.1)), also the login node.
+  if [[ $(hostname) != "$host" ]]; then echo "127.0.0.1 $(hostname) $host"; else echo "127.0.0.1 $host"; fi
+  for ((i = 1; i <= nodes; i++)); do
+    name=$(node_name "$i")
+    echo "$(node_addr "$i") $name"
+    echo "$(ib_addr "$i") ${name}i"
+  done
+}
+
+# D/bin/in-cluster CMD [ARGS...]: CMD in the namespace, with the hosts file and SLURM_CONF.
+in_cluster_script() {
+  echo '#!/usr/bin/env bash'
+  cat <<'SCRIPT'
+# Written by scripts/testcluster.sh up --ib-netns. `in-cluster CMD [ARGS...]` runs CMD inside the
+# test cluster's network namespace (nsenter --net, not `ip netns exec`, whose fresh /sys lacks
+# the cgroup hierarchy), in a private mount namespace with the cluster's hosts file bound over
+# /etc/hosts, and with SLURM_CONF set. An ordinary user goes through `sudo -n` (nsenter and mount
+# need root) and CMD runs as that user again (setpriv). Exit status: CMD's; 125 when the cluster
+# is down.
+set -euo pipefail
+SCRIPT
+  printf 'netns=%q\nhosts=%q\nexport SLURM_CONF=%q\n' "$netns_file" "$ns_hosts" "$conf"
+  cat <<'SCRIPT'
+if (($# == 0)); then
+  echo "usage: ${0##*/} CMD [ARGS...]" >&2
+  exit 2
+fi
+if [[ ${HPC_IN_CLUSTER_STAGE:-} == inside ]]; then
+  unset HPC_IN_CLUSTER_STAGE
+  # Only ever in the namespace (and the mount namespace unshare made with it), never the host's.
+  if [[ $(readlink /proc/self/ns/net) != "net:[$(stat -L -c %i "$netns")]" ]]; then
+    echo "in-cluster: not inside $netns" >&2
+    exit 125
+  fi
+  mount --bind "$hosts" /etc/hosts
+  if [[ -n ${HPC_IN_CLUSTER_IDS:-} ]]; then
+    ids=$HPC_IN_CLUSTER_IDS
+    unset HPC_IN_CLUSTER_IDS
+    exec setpriv --reuid="${ids%:*}" --regid="${ids#*:}" --init-groups -- "$@"
+  fi
+  exec "$@"
+fi
+if [[ ! -e $netns ]]; then
+  echo "in-cluster: $netns does not exist: the cluster is down (scripts/testcluster.sh up --ib-netns)" >&2
+  exit 125
+fi
+if (($(id -u) != 0)); then
+  exec sudo -n --preserve-env -- env -u HPC_IN_CLUSTER_STAGE "PATH=$PATH" "HOME=$HOME" \
+    "HPC_IN_CLUSTER_IDS=$(id -u):$(id -g)" "$0" "$@"
+fi
+HPC_IN_CLUSTER_STAGE=inside exec nsenter --net="$netns" -- \
+  unshare --mount --propagation private -- "$0" "$@"
+SCRIPT
+}
+
+# True when this process already runs inside the cluster's namespace (up/down/status run
+# themselves again through D/bin/in-cluster).
+inside_netns() { [[ ${HPC_TESTCLUSTER_IN_NETNS:-} == "$ib_netns" ]]; }
+
+# The namespace, its addresses, the hosts file and the wrapper; then `up` again inside.
+ib_up() {
+  local tool i
+  for tool in ip nsenter unshare mount setpriv; do
+    command -v "$tool" >/dev/null || die "'$tool' not found (--ib-netns); run scripts/install-deps.sh"
+  done
+  make_private_dir
+  mkdir -p "$D/etc" "$D/bin"
+  # In place, never renamed: the daemons' bind mounts hold this inode.
+  if [[ ! -f $ns_hosts || $(<"$ns_hosts") != "$(ib_hosts)" ]]; then ib_hosts >"$ns_hosts"; fi
+  chmod 0644 "$ns_hosts"
+  write_file "$in_cluster" "$(in_cluster_script)" 0755 || true
+  [[ -e $netns_file ]] || ip netns add "$ib_netns" || die "ip netns add $ib_netns failed"
+  ip -n "$ib_netns" link set lo up
+  for ((i = 1; i <= nodes; i++)); do
+    ip -n "$ib_netns" addr replace "$(node_addr "$i")/32" dev lo
+    ip -n "$ib_netns" addr replace "$(ib_addr "$i")/32" dev lo
+  done
+  log "network namespace $ib_netns: node01 $(node_addr 1), node01i $(ib_addr 1), ...; hosts $ns_hosts"
+  export HPC_TESTCLUSTER_IN_NETNS=$ib_netns
+  exec "$in_cluster" "$0" up "${all_args[@]}" --dir "$D"
+}
+
+# The pids in network namespace inode $1, except this process and its ancestors.
+netns_pids() {
+  local ns=$1 p link mine=" " pid=$$ stat
+  while [[ $pid =~ ^[0-9]+$ && $pid -gt 1 ]]; do
+    mine+="$pid "
+    read -r stat 2>/dev/null <"/proc/$pid/stat" || break
+    stat=${stat##*) }
+    pid=$(cut -d' ' -f2 <<<"$stat")
+  done
+  for p in /proc/[0-9]*; do
+    link=$(readlink "$p/ns/net" 2>/dev/null) || continue
+    [[ $link == "net:[$ns]" && $mine != *" ${p#/proc/} "* ]] && echo "${p#/proc/}"
+  done
+}
+
+# `down` inside the namespace (jobs cancelled, daemons stopped by their pid files), then every
+# process still in it (jobs' leftovers, a test's commands), then the namespace itself.
+ib_down() {
+  local ns left=()
+  if [[ -e $netns_file && -x $in_cluster ]]; then
+    HPC_TESTCLUSTER_IN_NETNS=$ib_netns "$in_cluster" "$0" down "${all_args[@]}" --dir "$D" ||
+      log "down inside $ib_netns failed; stopping what is left"
+  fi
+  stop_daemons
+  if [[ -e $netns_file ]]; then
+    ns=$(stat -L -c %i "$netns_file")
+    mapfile -t left < <(netns_pids "$ns")
+    if ((${#left[@]})); then
+      log "stopping ${#left[@]} process(es) left in $ib_netns: ${left[*]}"
+      stop_pids 5 "${left[@]}"
+    fi
+    ip netns del "$ib_netns" || die "ip netns del $ib_netns failed"
+    log "network namespace $ib_netns removed"
+  fi
+  rm -f "$D"/run/*.pid
+  log "down ($D)"
+}
+
 # ---------------------------------------------------------------- up
 cmd_up() {
   local t0=$EPOCHREALTIME i name any_running=0 pid
   become_root
+  if ((ib)) && ! inside_netns; then ib_up; fi
   for tool in munged mungekey slurmctld slurmd sbatch sshd ssh-keygen unshare flock ss; do
     command -v "$tool" >/dev/null || [[ -x $SLURM_SBIN/$tool ]] ||
       die "'$tool' not found; run scripts/install-deps.sh"
@@ -485,7 +641,7 @@ cmd_up() {
   if ((conf_changed)) && slurmctld_pid >/dev/null; then
     die "slurm.conf in $D changed while slurmctld runs; run: $0 down --dir $D"
   fi
-  rewrite_hosts "$(hosts_block)"
+  if ((!ib)); then rewrite_hosts "$(hosts_block)"; fi
 
   # munge: our own key and socket, never the system's /etc/munge/munge.key.
   if ! munged_pid >/dev/null; then
@@ -544,7 +700,11 @@ cmd_up() {
 
   local ms
   ms=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", (b - a) * 1000 }')
-  log "up: $nodes nodes idle, sshd on 127.0.0.1:$ssh_port, in ${ms} ms ($D)"
+  if ((ib)); then
+    log "up: $nodes nodes idle in network namespace $ib_netns, sshd on 127.0.0.1:$ssh_port there, in ${ms} ms ($D; run commands with $in_cluster)"
+  else
+    log "up: $nodes nodes idle, sshd on 127.0.0.1:$ssh_port, in ${ms} ms ($D)"
+  fi
 }
 
 # ---------------------------------------------------------------- down
@@ -570,8 +730,12 @@ stop_daemon_tree() {
 }
 
 cmd_down() {
-  local i pid jobs
+  local i jobs
   become_root
+  if ((ib)) && ! inside_netns; then
+    ib_down
+    return
+  fi
   if slurmctld_pid >/dev/null; then
     # Cancel jobs first, so each slurmstepd kills its tasks and cleans up while slurmd runs.
     jobs=$(squeue -h -o '%A' 2>/dev/null || true)
@@ -584,6 +748,16 @@ cmd_down() {
       done
     fi
   fi
+  stop_daemons
+  if ((!ib)); then rewrite_hosts ""; fi
+  rm -f "$D"/run/*.pid
+  log "down ($D)"
+}
+
+# Every daemon `up` started, found by its pid file: sshd and the slurmd's with what is left in
+# their UTS namespaces.
+stop_daemons() {
+  local i pid
   if pid=$(sshd_pid); then stop_daemon_tree "$pid" 5; fi
   for ((i = 1; i <= 99; i++)); do
     if pid=$(slurmd_pid "$(node_name "$i")"); then stop_daemon_tree "$pid" 10; fi
@@ -592,14 +766,18 @@ cmd_down() {
   if pid=$(slurmdbd_pid); then stop_pids 10 "$pid"; fi
   if pid=$(mariadbd_pid); then stop_pids 20 "$pid"; fi
   if pid=$(munged_pid); then stop_pids 5 "$pid"; fi
-
-  rewrite_hosts ""
-  rm -f "$D"/run/*.pid
-  log "down ($D)"
 }
 
 # ---------------------------------------------------------------- status, env
 cmd_status() {
+  if ((ib)) && ! inside_netns; then
+    if [[ ! -e $netns_file || ! -x $in_cluster ]]; then
+      echo "testcluster: down ($D, no network namespace $ib_netns)"
+      exit 3
+    fi
+    export HPC_TESTCLUSTER_IN_NETNS=$ib_netns
+    exec "$in_cluster" "$0" status "${all_args[@]}" --dir "$D"
+  fi
   if slurmctld_pid >/dev/null && ctld_ok; then
     sinfo
     if sshd_pid >/dev/null; then echo "sshd: 127.0.0.1:$ssh_port (ssh -F $D/ssh/config testlogin)"; fi
@@ -615,6 +793,11 @@ cmd_env() {
   printf 'export HPC_TESTCLUSTER_SSH_CONFIG=%q\n' "$D/ssh/config"
   printf 'export HPC_TESTCLUSTER_SSH_PORT=%q\n' "$ssh_port"
   printf 'export HPC_TESTCLUSTER_NODES=%q\n' "$nodes"
+  if ((ib)); then
+    # Slurm's commands reach this cluster only from inside its namespace: run them through this.
+    printf 'export HPC_TESTCLUSTER_NETNS=%q\n' "$ib_netns"
+    printf 'export HPC_TESTCLUSTER_IN_CLUSTER=%q\n' "$in_cluster"
+  fi
 }
 
 case $verb in
