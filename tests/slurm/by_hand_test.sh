@@ -9,38 +9,24 @@
 set -euo pipefail
 hpclaunch=$1
 : "${SLURM_CONF:?run me through ctest (the slurm_cluster fixture sets SLURM_CONF)}"
-work=$(mktemp -d "${TMPDIR:-/tmp}/by-hand-test.XXXXXX")
-name="by-hand-$$"
-cleanup() {
-  local ids
-  mapfile -t ids < <(squeue --noheader --name "$name" --format %i 2>/dev/null || true)
-  ((${#ids[@]} == 0)) || scancel "${ids[@]}" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$work"/*.out; do [[ -f $f ]] && { echo "--- $f" >&2; tail -n 20 "$f" >&2; }; done
-  exit 1
-}
-cd "$work"
+# shellcheck source-path=SCRIPTDIR source=job_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
+case_name=slurm
+begin_job_test by-hand
+fail() { fail_showing 20 "$*" "$work"/*.out; }
 cat >probe.sh <<'PROBE'
 #!/bin/bash
 echo "probe rank=$SLURM_PROCID memcpu=${SLURM_MEM_PER_CPU:-unset} memgpu=${SLURM_MEM_PER_GPU:-unset} tres=${SLURM_TRES_PER_TASK:-unset}"
 PROBE
 chmod +x probe.sh
-XDG_CONFIG_HOME=$work/xdg "$hpclaunch" render --no-project --preset 1n2g --launch srun \
+"$hpclaunch" render --no-project --preset 1n2g --launch srun \
   --set shape.mem_per_gpu=100M --set shape.cpus_per_gpu=1 --set job.name="$name" \
   --set job.output="$work/%x-%j.out" -o job.sbatch -- "$work/probe.sh" ||
   fail "render exited $?"
 # As inside `salloc --mem-per-cpu=100 --cpus-per-task=3`.
 job=$(SLURM_JOB_ID=999999 SLURM_MEM_PER_CPU=100 SLURM_TRES_PER_TASK=cpu:3 sbatch --parsable job.sbatch) ||
   fail "sbatch refused the script"
-for _ in $(seq 300); do
-  state=$(scontrol show job "$job" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
-  [[ $state == COMPLETED || $state == FAILED || $state == CANCELLED || $state == TIMEOUT ]] && break
-  sleep 0.2
-done
+state=$(wait_state "$job" 60 COMPLETED FAILED CANCELLED TIMEOUT) || true
 out=$(cat "$work/$name-$job.out")
 [[ $state == COMPLETED ]] || fail "job $job ended $state"
 grep -q "mutually exclusive" <<<"$out" && fail "srun read the other allocation's memory variable"
