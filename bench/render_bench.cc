@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
     r.cluster = clusters[(point / presets.size()) % clusters.size()];
     r.strategy = hpc::known_strategies()[point % 4];
     r.read_project_file = false;
-    r.sets = {"profile.account=bench", "job.name=sweep-" + std::to_string(point)};
+    r.sets = {"profile.account=bench", "profile.qos=bench",  // what the site profiles require
+              "job.name=sweep-" + std::to_string(point)};
     r.trainer_args = std::vector<std::string>{"--max-steps", std::to_string(100 + point)};
     hpc::Spec spec = hpc::resolve_spec(catalog, r);
     bytes += tmpl.render(spec, {"bench", {"hpclaunch", "sweep"}}).size();
