@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-// The NIST vectors of the one-shot function are in launcher/render/shell_test.cc; here, the
+// The NIST vectors of the one-shot function are in common/shell_test.cc; here, the
 // incremental hasher gives the same digest whatever the pieces.
 TEST_CASE("sha256: updates in pieces give the one-shot digest", "[sha256]") {
   std::string data;

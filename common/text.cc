@@ -95,4 +95,22 @@ std::string plain_number_fix(std::string_view s) {
   return "write " + instead + " (plain decimal digits: " + rule + ")";
 }
 
+std::string run_dir_name(const std::string& job_name) {
+  std::string out;
+  for (unsigned char c : job_name)
+    out += (std::isalnum(c) || c == '.' || c == '_' || c == '-') ? char(c) : '_';
+  if (out.empty() || out[0] == '.') out.insert(out.begin(), 'j');
+  if (out.size() > 64) out.resize(64);
+  return out;
+}
+
+bool is_job_id(std::string_view id) {
+  auto number = [](std::string_view n) {
+    return !n.empty() && n.size() <= 10 && all_digits(n) && (n[0] != '0' || n == "0");
+  };
+  size_t sep = id.find_first_of("_+");
+  std::string_view job = id.substr(0, sep);
+  return number(job) && job != "0" && (sep == std::string_view::npos || number(id.substr(sep + 1)));
+}
+
 }  // namespace hpc

@@ -32,4 +32,14 @@ std::optional<double> parse_plain_decimal_number(std::string_view s);
 // leading zeros)" for "010", "+10" or " 10"; a general hint when no digits are left to suggest.
 std::string plain_number_fix(std::string_view s);
 
+
+// The run-directory-safe form of a job name, used for <runs>/<name>-<job id>/ and for %x in log
+// paths: letters, digits, '.', '_', '-' (anything else becomes '_'), at most 64 characters.
+std::string run_dir_name(const std::string& job_name);
+
+// A Slurm job id as hpclaunch passes it to scontrol and scancel: a number from 1 up without
+// leading zeros, at most 10 digits, optionally an array task (_N) or a het job component (+N).
+// Job id 0 (scontrol shows every job for it), "01", "-1", "--me" and the like are not.
+bool is_job_id(std::string_view id);
+
 }  // namespace hpc

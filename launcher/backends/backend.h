@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "text.h"
+
 namespace hpc {
 
 // A job's state as Slurm names it (JobState=), plus what follow needs to show and decide.
@@ -138,9 +140,6 @@ class BackendUnreachable : public BackendError {
 
 inline constexpr int kExitUnreachable = 69;  // sysexits' EX_UNAVAILABLE
 
-// A Slurm job id as hpclaunch passes it to scontrol and scancel: a number from 1 up without
-// leading zeros, at most 10 digits, optionally an array task (_N) or a het job component (+N).
-// Job id 0 (scontrol shows every job for it), "01", "-1", "--me" and the like are not.
-bool is_job_id(std::string_view id);
+// is_job_id: text.h (common/), since the spec checks --after ids with it too.
 
 }  // namespace hpc

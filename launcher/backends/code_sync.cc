@@ -11,7 +11,7 @@
 
 #include "error.h"
 #include "input_file.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "sha256.h"
 #include "subprocess.h"
 #include "text.h"

@@ -1,6 +1,6 @@
 #include "backends/local_backend.h"
 
-#include "render/shell.h"
+#include "shell.h"
 
 #include <pwd.h>
 #include <sched.h>

@@ -5,7 +5,6 @@
 
 #include "backends/slurm_filename.h"
 #include "error.h"
-#include "follow/run_record.h"
 
 namespace fs = std::filesystem;
 

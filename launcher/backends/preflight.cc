@@ -6,7 +6,7 @@
 #include <set>
 
 #include "backends/slurm_backend.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "spec/site_limits.h"
 #include "spec/slurm_time.h"
 #include "text.h"

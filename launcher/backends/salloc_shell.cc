@@ -14,7 +14,7 @@
 #include "backends/sbatch_options.h"
 #include "backends/slurm_backend.h"
 #include "error.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "spec/sbatch_long_options.h"
 #include "text.h"
 

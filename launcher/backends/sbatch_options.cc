@@ -10,7 +10,7 @@
 
 #include "error.h"
 #include "posix_io.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "spec/sbatch_long_options.h"
 #include "spec/slurm_time.h"
 #include "spec/spec.h"

@@ -1,8 +1,7 @@
 #include "backends/slurm_backend.h"
 
 #include "error.h"
-#include "follow/follow.h"
-#include "follow/run_record.h"
+#include "backends/exit_status.h"
 #include "spec/job_features.h"
 #include "spec/slurm_time.h"
 #include "text.h"
@@ -58,15 +57,6 @@ bool is_terminal_state(const std::string& state) {
   for (const char* t : kTerminal)
     if (state == t) return true;
   return false;
-}
-
-bool is_job_id(std::string_view id) {
-  auto number = [](std::string_view n) {
-    return !n.empty() && n.size() <= 10 && all_digits(n) && (n[0] != '0' || n == "0");
-  };
-  size_t sep = id.find_first_of("_+");
-  std::string_view job = id.substr(0, sep);
-  return number(job) && job != "0" && (sep == std::string_view::npos || number(id.substr(sep + 1)));
 }
 
 void Backend::signal_tasks(const std::string& job_id, const std::string& signal) {

@@ -10,7 +10,7 @@
 
 #include "backends/ssh_internal.h"
 #include "posix_io.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "text.h"
 
 namespace hpc {

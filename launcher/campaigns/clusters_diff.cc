@@ -4,7 +4,7 @@
 #include <map>
 #include <set>
 
-#include "render/shell.h"
+#include "shell.h"
 
 using nlohmann::json;
 

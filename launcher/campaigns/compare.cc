@@ -9,7 +9,7 @@
 
 #include "atomic_file.h"
 #include "error.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "subprocess.h"
 
 namespace fs = std::filesystem;

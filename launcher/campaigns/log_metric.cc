@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "error.h"
-#include "render/shell.h"
+#include "shell.h"
 
 namespace hpc {
 

@@ -18,7 +18,7 @@
 #include "error.h"
 #include "input_file.h"
 #include "json_file.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "subprocess.h"
 
 namespace fs = std::filesystem;
@@ -251,18 +251,6 @@ void check_report_outputs(const fs::path& dir, const std::vector<ResultRow>& row
 
 }  // namespace
 
-// A gnuplot string constant that is only text: single-quoted, where gnuplot expands no
-// backquoted command, no @macro and no backslash escape (a double-quoted one runs `...`); a
-// quote is doubled. Control characters (a newline would end the command) are dropped.
-std::string gnuplot_string(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') out += '\'';
-    if (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f) out += c;
-  }
-  return out + "'";
-}
-
 // Text for summary.md: shown as written, never read as Markdown or HTML. Control characters
 // are shown escaped (\n), and every character that could start markup inside a line (a code
 // span, emphasis, a link or image, an HTML tag or entity, a cell border, strikethrough, math)
@@ -279,54 +267,6 @@ std::string markdown_text(const std::string& s) {
 std::optional<double> ResultRow::tokens_per_s_per_gpu() const {
   if (!tokens_per_s || gpus <= 0) return std::nullopt;
   return *tokens_per_s / gpus;
-}
-
-std::vector<double> tokens_per_s_from_metrics(const std::string& jsonl) {
-  std::map<long, double> by_step;
-  size_t start = 0;
-  int line = 0;
-  while (start < jsonl.size()) {
-    size_t end = jsonl.find('\n', start);
-    if (end == std::string::npos) end = jsonl.size();
-    std::string text = jsonl.substr(start, end - start);
-    start = end + 1;
-    ++line;
-    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    json j = json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-      // A last line cut short by a job that was killed mid-write is not an error.
-      if (start >= jsonl.size()) break;
-      throw std::runtime_error("line " + std::to_string(line) + " is not a JSON object");
-    }
-    if (!j.contains("tokens_per_s") || !j["tokens_per_s"].is_number()) continue;
-    long step = j.contains("step") && j["step"].is_number_integer()
-                    ? j["step"].get<long>()
-                    : static_cast<long>(by_step.size());
-    by_step[step] = j["tokens_per_s"].get<double>();
-  }
-  std::vector<double> out;
-  for (const auto& [step, v] : by_step) out.push_back(v);
-  return out;
-}
-
-std::optional<Throughput> steady_state(const std::vector<double>& v, int warmup) {
-  if (v.empty()) return std::nullopt;
-  int n = static_cast<int>(v.size());
-  int skip = warmup >= 0 ? warmup : std::max(3, static_cast<int>(std::ceil(0.2 * n)));
-  skip = std::min(skip, n - 1);
-  Throughput t;
-  t.steps_total = n;
-  t.warmup = skip;
-  t.steps_used = n - skip;
-  double sum = 0;
-  for (int i = skip; i < n; ++i) sum += v[i];
-  t.mean = sum / t.steps_used;
-  if (t.steps_used > 1) {
-    double sq = 0;
-    for (int i = skip; i < n; ++i) sq += (v[i] - t.mean) * (v[i] - t.mean);
-    t.std = std::sqrt(sq / (t.steps_used - 1));
-  }
-  return t;
 }
 
 void compute_scaling(std::vector<ResultRow>& rows) {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "follow/throughput.h"
+
 namespace hpc {
 
 // One point of a sweep: a (preset, strategy) pair and what came of its job.
@@ -32,21 +34,6 @@ struct ResultRow {
 
   std::optional<double> tokens_per_s_per_gpu() const;
 };
-
-// Steady-state throughput of one run.
-struct Throughput {
-  double mean = 0, std = 0;  // sample standard deviation (n - 1); 0 for one step
-  int steps_used = 0, steps_total = 0, warmup = 0;
-};
-
-// tokens/s of each training step from a metrics.jsonl (trainer/metrics/metrics.h: one JSON object a
-// line; lines without tokens_per_s, such as {"step", "val_loss"}, are skipped; a resumed run's
-// repeated steps keep the last value). Throws std::runtime_error naming the line on bad JSON.
-std::vector<double> tokens_per_s_from_metrics(const std::string& jsonl);
-
-// Warm-up steps to drop: `warmup` when >= 0, else the larger of 3 and 20% of the steps.
-// At least one step is always kept. Returns nullopt for no steps.
-std::optional<Throughput> steady_state(const std::vector<double>& tokens_per_s, int warmup = -1);
 
 // Fills speedup and efficiency: per series, relative to the mean over the repeats of the
 // measured point with the fewest GPUs (ties: the first point). Rows without tokens/s get neither.
@@ -80,8 +67,6 @@ std::string series_of(const ResultRow& row);
 // Reads DIR/results.csv (checked as `report` checks it). Throws UserError.
 std::vector<ResultRow> read_results_dir(const std::filesystem::path& dir);
 
-// A gnuplot string constant that is only text (single-quoted; no command, macro or escape).
-std::string gnuplot_string(const std::string& s);
 // Text for summary.md: shown as written, never read as Markdown or HTML.
 std::string markdown_text(const std::string& s);
 

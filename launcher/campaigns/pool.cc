@@ -8,7 +8,7 @@
 #include <fmt/core.h>
 
 #include "error.h"
-#include "render/shell.h"
+#include "shell.h"
 
 namespace hpc {
 namespace {

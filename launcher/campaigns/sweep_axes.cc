@@ -5,7 +5,7 @@
 
 #include "error.h"
 #include "json_file.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "sha256.h"
 #include "spec/schema.h"
 

@@ -7,7 +7,7 @@
 #include "campaigns/tune.h"
 #include "cli/verbs.h"
 #include "follow/excluded_nodes.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "spec/catalog.h"
 
 using nlohmann::json;

@@ -18,7 +18,7 @@
 #include "error.h"
 #include "man_page.h"
 #include "posix_io.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "spec/suggest.h"
 #include "text.h"
 #include "version_line.h"

@@ -5,11 +5,11 @@
 #include <iostream>
 
 #include "byte_size.h"
-#include "cli/version.h"
+#include "version.h"
 #include "error.h"
 #include "follow/excluded_nodes.h"
 #include "render/render.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "spec/catalog.h"
 #include "text.h"
 

@@ -8,7 +8,7 @@
 #include "error.h"
 #include "follow/rerun.h"
 #include "follow/run_diff.h"
-#include "render/shell.h"
+#include "shell.h"
 
 namespace fs = std::filesystem;
 

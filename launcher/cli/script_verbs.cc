@@ -16,7 +16,7 @@
 #include "error.h"
 #include "input_file.h"
 #include "json_file.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "subprocess.h"
 
 namespace fs = std::filesystem;

@@ -14,7 +14,7 @@
 #include "cli/verbs.h"
 #include "error.h"
 #include "follow/jobs.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "subprocess.h"
 
 namespace hpc {

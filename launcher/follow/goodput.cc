@@ -10,7 +10,7 @@
 #include <fmt/core.h>
 
 #include "error.h"
-#include "render/shell.h"
+#include "shell.h"
 
 using nlohmann::json;
 

@@ -5,7 +5,7 @@
 #include <fmt/core.h>
 
 #include "follow/goodput.h"
-#include "render/shell.h"
+#include "shell.h"
 
 using nlohmann::json;
 

@@ -6,9 +6,9 @@
 #include <fmt/core.h>
 
 #include "atomic_file.h"
-#include "campaigns/plot.h"
+#include "follow/throughput.h"
 #include "error.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "subprocess.h"
 
 namespace fs = std::filesystem;

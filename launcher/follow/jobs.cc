@@ -16,11 +16,11 @@
 #include "backends/preflight.h"
 #include "backends/slurm_backend.h"
 #include "backends/ssh_host.h"
-#include "cli/version.h"
+#include "version.h"
 #include "error.h"
 #include "follow/excluded_nodes.h"
 #include "follow/follow.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "subprocess.h"
 
 namespace fs = std::filesystem;

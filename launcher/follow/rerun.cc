@@ -3,11 +3,11 @@
 #include <filesystem>
 #include <iostream>
 
-#include "cli/version.h"
+#include "version.h"
 #include "error.h"
 #include "json_file.h"
 #include "render/render.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "spec/catalog.h"
 #include "spec/spec.h"
 

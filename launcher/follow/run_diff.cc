@@ -6,11 +6,11 @@
 
 #include <fmt/core.h>
 
-#include "campaigns/plot.h"
+#include "follow/throughput.h"
 #include "follow/program_state.h"
 #include "input_file.h"
 #include "json_file.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "text.h"
 
 namespace fs = std::filesystem;

@@ -169,13 +169,4 @@ std::string utc_now_iso8601() {
   return buf;
 }
 
-std::string run_dir_name(const std::string& job_name) {
-  std::string out;
-  for (unsigned char c : job_name)
-    out += (std::isalnum(c) || c == '.' || c == '_' || c == '-') ? char(c) : '_';
-  if (out.empty() || out[0] == '.') out.insert(out.begin(), 'j');
-  if (out.size() > 64) out.resize(64);
-  return out;
-}
-
 }  // namespace hpc

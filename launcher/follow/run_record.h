@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "text.h"  // run_dir_name
+
 #include <nlohmann/json.hpp>
 
 #include "follow/program_state.h"
@@ -67,8 +69,5 @@ std::string read_final_state(const std::string& local_dir);  // "" when none was
 
 std::string utc_now_iso8601();
 
-// The run-directory-safe form of a job name, used for <runs>/<name>-<job id>/ and for %x in log
-// paths: letters, digits, '.', '_', '-' (anything else becomes '_'), at most 64 characters.
-std::string run_dir_name(const std::string& job_name);
 
 }  // namespace hpc

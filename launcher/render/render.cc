@@ -6,7 +6,7 @@
 #include "input_file.h"
 #include "json_file.h"
 #include "render/container_argv.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "spec/suggest.h"
 
 #include <algorithm>

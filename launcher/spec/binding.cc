@@ -4,7 +4,7 @@
 #include <cctype>
 
 #include "error.h"
-#include "render/shell.h"
+#include "shell.h"
 
 namespace hpc {
 

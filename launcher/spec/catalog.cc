@@ -10,7 +10,7 @@
 #include "error.h"
 #include "input_file.h"
 #include "json_file.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "spec/schema.h"
 #include "spec/suggest.h"
 

@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "error.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "spec/suggest.h"
 
 namespace fs = std::filesystem;

@@ -20,7 +20,7 @@
 
 #include "error.h"
 #include "hostlist.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "spec/catalog.h"
 #include "spec/spec.h"
 #include "subprocess.h"

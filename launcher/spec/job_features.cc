@@ -4,9 +4,8 @@
 #include <cctype>
 #include <regex>
 
-#include "backends/backend.h"
 #include "error.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "spec/suggest.h"
 #include "text.h"
 

@@ -5,7 +5,7 @@
 #include <regex>
 
 #include "error.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "spec/spec.h"
 #include "spec/suggest.h"
 

@@ -2,7 +2,7 @@
 
 #include "error.h"
 #include "json_file.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "spec/suggest.h"
 #include "text.h"
 

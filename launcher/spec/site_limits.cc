@@ -6,7 +6,7 @@
 #include <regex>
 
 #include "error.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "spec/slurm_time.h"
 #include "spec/spec.h"
 #include "spec/spec_reader.h"

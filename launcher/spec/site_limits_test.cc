@@ -1,7 +1,7 @@
 // The sites' limits as the built-in profiles record them: what each refuses, with the key path
 // and the fix, and the defaults it fills in (spec/site_limits.h).
 #include "spec/site_limits.h"
-#include "render/builtin_testing.h"
+#include "spec/builtin_testing.h"
 
 #include <catch2/catch.hpp>
 #include <string>

@@ -3,7 +3,7 @@
 #include <regex>
 
 #include "error.h"
-#include "render/shell.h"
+#include "shell.h"
 
 namespace hpc {
 

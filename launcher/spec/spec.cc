@@ -9,7 +9,7 @@
 #include "error.h"
 #include "input_file.h"
 #include "json_file.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "sha256.h"
 #include "spec/binding.h"
 #include "spec/launch.h"

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error.h"
-#include "render/shell.h"
+#include "shell.h"
 
 namespace hpc {
 

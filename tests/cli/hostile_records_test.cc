@@ -8,7 +8,7 @@
 
 #include "follow/run_diff.h"
 #include "hostile_cases.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "slurm_stubs.h"
 #include "text.h"
 

@@ -19,7 +19,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "render/shell.h"
+#include "shell.h"
 #include "subprocess.h"
 #include "testcluster.h"
 

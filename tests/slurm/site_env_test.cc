@@ -16,7 +16,7 @@
 #include <set>
 
 #include "harness.h"
-#include "render/shell.h"
+#include "shell.h"
 #include "sha256.h"
 
 using namespace slt;

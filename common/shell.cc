@@ -1,4 +1,4 @@
-#include "render/shell.h"
+#include "shell.h"
 
 #include <cstdio>
 
@@ -122,6 +122,18 @@ std::string comment_command_line(const std::vector<std::string>& argv) {
     }
   }
   return out;
+}
+
+// A gnuplot string constant that is only text: single-quoted, where gnuplot expands no
+// backquoted command, no @macro and no backslash escape (a double-quoted one runs `...`); a
+// quote is doubled. Control characters (a newline would end the command) are dropped.
+std::string gnuplot_string(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += '\'';
+    if (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f) out += c;
+  }
+  return out + "'";
 }
 
 }  // namespace hpc

@@ -1,4 +1,4 @@
-#include "render/shell.h"
+#include "shell.h"
 
 #include <catch2/catch.hpp>
 

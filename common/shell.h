@@ -1,4 +1,5 @@
-// Quoting for the three places a user's text lands in a batch script.
+// Quoting for the places a user's text lands: a batch script (a bash word, an #SBATCH value, a
+// comment) and a gnuplot script. Every layer of the launcher uses it, and the tests.
 #pragma once
 
 #include <string>
@@ -29,5 +30,8 @@ std::string printable_first_line(std::string_view text);
 std::string comment_command_line(const std::vector<std::string>& argv);
 
 bool has_control_chars(std::string_view s);
+
+// A gnuplot string constant that is only text (single-quoted; no command, macro or escape).
+std::string gnuplot_string(const std::string& s);
 
 }  // namespace hpc
