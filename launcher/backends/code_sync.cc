@@ -97,6 +97,19 @@ if ! mv -T -- "$tmp" "$root/trees/$tree" 2>/dev/null; then
 fi
 )";
 
+// The first folder of `path` (relative, '/'-separated) that is a symbolic link under `root`, as
+// the part of `path` up to it; "" when every folder on the way is a real one (or missing).
+std::string linked_folder(const std::string& root, const std::string& path) {
+  for (size_t slash = path.find('/'); slash != std::string::npos;
+       slash = path.find('/', slash + 1)) {
+    const std::string folder = path.substr(0, slash);
+    struct stat st {};
+    if (lstat((fs::path(root) / folder).c_str(), &st) != 0) return "";
+    if (S_ISLNK(st.st_mode)) return folder;
+  }
+  return "";
+}
+
 int stop_after_for_tests() {
   const char* v = std::getenv("HPCLAUNCH_TEST_SYNC_STOP_AFTER");
   return v && is_plain_whole_number(v) ? std::atoi(v) : -1;
@@ -114,6 +127,14 @@ std::vector<SyncFile> files_to_sync(const SyncOptions& o, std::vector<std::strin
       skipped.push_back(shown +
                         ": a name the tree cannot hold (absolute, .., a control "
                         "character or a blank at an end)");
+      continue;
+    }
+    // Every folder on the way must be a folder of the tree: lstat looks at the last name only,
+    // and a path through a symbolic link (cfg -> /etc, with cfg/passwd still in git's index or
+    // in the list) would read a file outside it.
+    if (const std::string link = linked_folder(o.local_root, path); !link.empty()) {
+      skipped.push_back(shown + ": its folder " + comment_text(link) +
+                        " is a symbolic link (never followed out of the tree)");
       continue;
     }
     fs::path local = fs::path(o.local_root) / path;
