@@ -151,6 +151,10 @@ BackendChoice BackendFlags::choice() const {
   c.remote_runs_dir = remote_runs_dir;
   c.sync = sync || !sync_list.empty();
   c.sync_list = sync_list;
+  if (has_control_chars(sync_store))  // a newline would split the store's paths in the manifest
+    throw UserError("--sync-store",
+                    "\"" + comment_text(sync_store) + "\" holds a control character",
+                    "name a folder on the login node without control characters");
   if (!sync_store.empty()) c.sync_store = sync_store;
   if (!sync_max_size.empty())
     c.sync_max_file_size = parse_byte_size("--sync-max-size", sync_max_size);
