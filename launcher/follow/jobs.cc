@@ -418,19 +418,21 @@ int show_status(const std::string& job, const BackendChoice& choice, bool as_jso
   if (!s.found) return report_unknown_job(run.record.job_id, s);
   std::cout << fmt::format(
       "job      {}\nstate    {}{}\nnodes    {}\nelapsed  {}\nexit     {}\nrequeues {}\n",
-      run.record.job_id, s.state, s.reason.empty() ? "" : " (" + s.reason + ")",
-      s.nodes.empty() ? "-" : s.nodes, format_duration(s.elapsed_seconds),
+      run.record.job_id, comment_text(s.state),
+      s.reason.empty() ? "" : " (" + comment_text(s.reason) + ")",
+      s.nodes.empty() ? "-" : comment_text(s.nodes), format_duration(s.elapsed_seconds),
       s.exit_code < 0 ? "-" : std::to_string(s.exit_code) + ":" + std::to_string(s.exit_signal),
       describe_requeues(s.restarts, run.record.max_requeues));
-  if (!s.detail.empty()) std::cout << "detail   " << s.detail << "\n";
+  if (!s.detail.empty()) std::cout << "detail   " << comment_text(s.detail) << "\n";
   if (!s.array_tasks.empty()) {
     std::string tasks;
     for (const auto& [task, state] : s.array_tasks)
       tasks += (tasks.empty() ? "" : ", ") + task + " " + state;
     std::cout << "tasks    " << tasks << "\n";
   }
-  if (!s.stdout_path.empty()) std::cout << "log      " << s.stdout_path << "\n";
-  if (!run.record.run_dir.empty()) std::cout << "run dir  " << run.record.run_dir << "\n";
+  if (!s.stdout_path.empty()) std::cout << "log      " << comment_text(s.stdout_path) << "\n";
+  if (!run.record.run_dir.empty())
+    std::cout << "run dir  " << comment_text(run.record.run_dir) << "\n";
   return 0;
 }
 
@@ -516,9 +518,14 @@ int list_jobs(const BackendChoice& choice, bool as_json, bool with_state) {
       }
     }
     if (state.empty()) state = "-";
-    std::cout << fmt::format(
-        "{:<10} {:<20} {:<7} {:<8} {:<8} {:>5}  {:<11} {}\n", r.job_id, r.submitted_at, r.backend,
-        r.preset, r.strategy.empty() ? r.launch : r.strategy, r.world_size, state, r.local_dir);
+    // Fields of a run directory's files and its name, as printable text: an escape sequence or
+    // a newline there (a damaged or shared run directory) neither reaches the terminal nor
+    // breaks the table.
+    const auto t = [](const std::string& v) { return comment_text(v); };
+    std::cout << fmt::format("{:<10} {:<20} {:<7} {:<8} {:<8} {:>5}  {:<11} {}\n", t(r.job_id),
+                             t(r.submitted_at), t(r.backend), t(r.preset),
+                             t(r.strategy.empty() ? r.launch : r.strategy), r.world_size, t(state),
+                             t(r.local_dir));
   }
   return 0;
 }

@@ -2,8 +2,10 @@
 // JSON from values a user chose (container.image, trainer.program) and from the job's
 // environment; they come back as the same text through the reader `hpclaunch diff` uses, and no
 // command in them runs. `rerun` and `diff` given a hostile run name answer with one line, exit 2.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "follow/run_diff.h"
@@ -78,4 +80,32 @@ TEST_CASE("rerun and diff of a hostile run name: one line, exit 2, nothing writt
       CHECK(canaries(sb).empty());
     }
   }
+}
+
+TEST_CASE("list shows a run directory's names and fields as printable text, one line each",
+          "[hostile][records]") {
+  Sandbox sb;
+  // A damaged or shared runs folder: an escape sequence in run.json's preset, a terminal title
+  // sequence and a newline in the directory's name.
+  const fs::path runs = sb.work() / "runs";
+  const std::string odd_dir = "esc\x1b]0;pwn\x07-601";
+  const std::string nl_dir = "two\nlines-602";
+  for (const auto& [dir, id] : {std::pair{odd_dir, "601"}, std::pair{nl_dir, "602"}}) {
+    fs::create_directories(runs / dir);
+    write_file(runs / dir / "run.json",
+               std::string(R"({"job_id": ")") + id +
+                   R"(", "backend": "slurm", "preset": "\u001b[5m", "strategy": "ddp",
+                   "submitted_at": "2026-11-27T00:00:00Z", "world_size": 2})");
+    write_file(runs / dir / "final_state", "COMPLETED\n");
+  }
+  Run r = sb.hpclaunch({"list"});
+  INFO(r.describe());
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find('\x1b') == std::string::npos);
+  CHECK(r.out.find('\x07') == std::string::npos);
+  // The header and one line per run: the newline in a name is shown as \n.
+  CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 3);
+  CHECK_THAT(r.out, Contains("two\\nlines-602"));
+  CHECK_THAT(r.out, Contains("\\x1b[5m"));
+  CHECK_THAT(r.out, Contains(" COMPLETED "));
 }
