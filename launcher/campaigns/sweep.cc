@@ -102,6 +102,15 @@ std::vector<std::string> without_option(const std::vector<std::string>& args,
 }
 
 void validate(const SweepConfig& c) {
+  // Each repeat is a job of every point: past this a typo, not a study (issue 35: 10^9 ended in
+  // std::bad_alloc).
+  constexpr int kMaxRepeats = 100;
+  if (c.repeats > kMaxRepeats) {
+    throw UserError("--repeats", std::to_string(c.repeats) + " is over the limit of " +
+                                     std::to_string(kMaxRepeats) + " runs of each point",
+                    "pass --repeats " + std::to_string(kMaxRepeats) +
+                        " or fewer (3 to 5 give an error bar)");
+  }
   if (c.presets.empty()) {
     throw UserError("--presets", "no presets to sweep",
                     "pass --presets 1n1g,1n2g,... or \"presets\" in the sweep file");

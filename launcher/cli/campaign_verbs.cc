@@ -38,7 +38,13 @@ struct SweepFlags {
     }
     if (cluster->count()) c.cluster = given.cluster;
     if (max_concurrent->count()) c.max_concurrent = given.max_concurrent;
-    if (warmup_steps->count()) c.warmup_steps = given.warmup_steps;
+    if (warmup_steps->count()) {
+      if (given.warmup_steps < 0)
+        throw UserError("--warmup-steps", std::to_string(given.warmup_steps) + " is negative",
+                        "pass 0 or more steps to drop before averaging (leave it out for max(3, "
+                        "20%))");
+      c.warmup_steps = given.warmup_steps;
+    }
     if (start_timeout->count()) c.start_timeout_s = given.start_timeout_s;
     if (out_dir->count()) c.out_dir = given.out_dir;
     c.sets.insert(c.sets.end(), given.sets.begin(), given.sets.end());
