@@ -215,6 +215,10 @@ int report_run(const std::string& job, const BackendChoice& choice,
   // The plot goes into the run directory where it is on this machine (slurm, local), else into
   // the local copy of the record (ssh), named by the job for a task of an array.
   fs::path base = options.plot;
+  // A folder given (or a path ending in '/') is where the files go, as goodput.*: never a stem
+  // that would put /tmp-steps.dat and /tmp.gp beside it.
+  std::error_code dir_ec;
+  if (!base.empty() && (!base.has_filename() || fs::is_directory(base, dir_ec))) base /= "goodput";
   if (base.empty()) {
     base = record.backend == "ssh" ? fs::path(record.local_dir) : fs::path(record.run_dir);
     base /= record.backend == "ssh" && !record.array.empty() ? "goodput-" + record.job_id

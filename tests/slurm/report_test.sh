@@ -145,6 +145,11 @@ case "$case_name" in
     # --plot PATH: the plot elsewhere (its folder made), by name with or without .png.
     "$hpclaunch" report "$job" --plot "$work/plots/gp.png" >/dev/null 2>&1 || fail "report --plot exited $?"
     [[ -s $work/plots/gp.png && -s $work/plots/gp.svg && -s $work/plots/gp.gp ]] || fail "--plot wrote $(ls "$work/plots")"
+    # --plot FOLDER: the files go into it as goodput.*, never beside it as FOLDER.gp (issue 35).
+    mkdir "$work/into"
+    "$hpclaunch" report "$job" --plot "$work/into" >/dev/null 2>&1 || fail "report --plot FOLDER exited $?"
+    [[ -s $work/into/goodput.png && -s $work/into/goodput.gp ]] || fail "--plot FOLDER wrote $(ls "$work/into")"
+    [[ ! -e $work/into.gp && ! -e $work/into-steps.dat ]] || fail "--plot FOLDER wrote beside it"
 
     # A program of one's own: the timeline alone.
     "$hpclaunch" run --no-project --local --preset 1n1g --launch srun --set "job.name=$name-own" \
