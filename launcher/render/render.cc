@@ -10,7 +10,6 @@
 #include "spec/suggest.h"
 
 #include <algorithm>
-#include <cctype>
 #include <regex>
 
 namespace hpc {
@@ -323,26 +322,26 @@ data template_data(const Spec& spec, const RenderContext& ctx) {
   }
 
   data sbatch{data::type::list};
-  // The memory variables Slurm sets for what this job asks (--mem-per-gpu: SLURM_MEM_PER_GPU, ...);
-  // the others, found in the job, came from an allocation it was submitted in by hand.
-  std::vector<std::string> stale_mem = {"SLURM_MEM_PER_CPU", "SLURM_MEM_PER_GPU",
-                                        "SLURM_MEM_PER_NODE"};
-  for (const auto& line : sbatch_directives(spec)) {
+  // The memory variables Slurm sets for what this job asks; the others, found in the job, came
+  // from an allocation it was submitted in by hand.
+  static const std::pair<const char*, const char*> kMemory[] = {
+      {"--mem-per-cpu=", "SLURM_MEM_PER_CPU"},
+      {"--mem-per-gpu=", "SLURM_MEM_PER_GPU"},
+      {"--mem=", "SLURM_MEM_PER_NODE"}};
+  const std::vector<std::string> directives = sbatch_directives(spec);
+  for (const auto& line : directives) {
     data item;
     item.set("directive", line);
     sbatch << item;
-    for (const char* option : {"--mem-per-cpu", "--mem-per-gpu", "--mem"}) {
-      if (line.rfind(std::string(option) + "=", 0) != 0) continue;
-      std::string name = std::string("SLURM_") + (option + 2);  // SLURM_mem-per-gpu
-      std::transform(name.begin(), name.end(), name.begin(),
-                     [](unsigned char c) { return c == '-' ? '_' : std::toupper(c); });
-      if (name == "SLURM_MEM") name = "SLURM_MEM_PER_NODE";
-      stale_mem.erase(std::remove(stale_mem.begin(), stale_mem.end(), name), stale_mem.end());
-    }
   }
   d.set("sbatch", sbatch);
   std::string stale;
-  for (const auto& n : stale_mem) stale += (stale.empty() ? "" : " ") + n;
+  for (const auto& [option, variable] : kMemory) {
+    const bool asked = std::any_of(directives.begin(), directives.end(), [&](const auto& line) {
+      return line.rfind(option, 0) == 0;
+    });
+    if (!asked) stale += (stale.empty() ? "" : " ") + std::string(variable);
+  }
   d.set("stale_mem_vars", stale);  // names only: inserted as they are
 
   set_site_env(d, spec);

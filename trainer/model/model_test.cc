@@ -204,20 +204,16 @@ double bf16_product_bound(int64_t K) { return (2 + 2 * std::sqrt(double(K))) * k
 // AVX2 only, and with oneDNN switched off). A bound that holds on one CPU then holds on both.
 template <typename Body>
 void with_each_bf16_kernel(Body body) {
-  auto& ctx = at::globalContext();
-  const bool saved = ctx.userEnabledMkldnn();
+  struct Restore {  // the setting as it was, also when a REQUIRE throws
+    bool saved = at::globalContext().userEnabledMkldnn();
+    ~Restore() { at::globalContext().setUserEnabledMkldnn(saved); }
+  } restore;
   for (bool onednn : {true, false}) {
     if (onednn && !at::hasMKLDNN()) continue;
-    ctx.setUserEnabledMkldnn(onednn);
+    at::globalContext().setUserEnabledMkldnn(onednn);
     INFO("bf16 kernels: " << (onednn ? "oneDNN where the CPU has them" : "ATen's own"));
-    try {
-      body(onednn ? "oneDNN" : "ATen");
-    } catch (...) {
-      ctx.setUserEnabledMkldnn(saved);
-      throw;
-    }
+    body(onednn ? "oneDNN" : "ATen");
   }
-  ctx.setUserEnabledMkldnn(saved);
 }
 
 // bf16 products (CUDA's default), fp32 and bf16 inputs (ddp's autocast and fsdp's bf16
