@@ -11,10 +11,14 @@
 
 namespace hpc::testing {
 
+inline const ScriptTemplate& builtin_template() {
+  static const ScriptTemplate t = ScriptTemplate::from_file(
+      std::filesystem::path(HPC_SOURCE_DIR) / "templates/sbatch.sh.mustache");
+  return t;
+}
+
 inline std::string render_builtin(const Spec& spec) {
-  auto t = ScriptTemplate::from_file(std::filesystem::path(HPC_SOURCE_DIR) /
-                                     "templates/sbatch.sh.mustache");
-  return t.render(spec, {"test", {"hpclaunch", "render"}});
+  return builtin_template().render(spec, {"test", {"hpclaunch", "render"}});
 }
 
 }  // namespace hpc::testing

@@ -76,31 +76,33 @@ TEST_CASE("container argv: pyxis is srun's options, the program stays bare", "[c
 
 TEST_CASE("container script: the runtime wraps the program, srun stays outside", "[container]") {
   std::string s = render(resolve({"container.runtime=apptainer", "container.image=/sw/pt.sif"}));
-  CHECK(contains(s, "hpc_container=(\n  apptainer\n  exec\n)\n"));
-  CHECK(contains(s, "if command -v nvidia-smi >/dev/null 2>&1; then\n  hpc_container+=(--nv)"));
-  CHECK(contains(s, "hpc_container+=(\n  /sw/pt.sif\n)\n"));
-  CHECK(contains(s, "\"${hpc_srun[@]}\" \"${hpc_container[@]}\" \"${hpc_train[@]}\" &\n"));
+  CHECK(contains(s, "\n  hpc_container=(apptainer exec)\n"
+                    "  hpc_container_gpus_auto # --nv where this node has nvidia-smi\n"
+                    "  hpc_container+=(/sw/pt.sif)\n"));
+  CHECK(contains(s, "\n  hpc_launch \"${hpc_srun[@]}\" \"${hpc_container[@]}\" "
+                    "\"${hpc_train[@]}\"\n"));
+  CHECK(contains(s, "\n  hpc_record_start hpctrain \"${hpc_train[0]}\" /sw/pt.sif #"));
   // The trap, scontrol and the requeue stay in the batch shell, before and after srun.
-  CHECK(s.find("trap 'hpc_forward_stop TERM' TERM") < s.find("hpc_container=("));
-  CHECK(s.find("scontrol requeue") > s.find("\"${hpc_container[@]}\""));
+  CHECK(s.find("\n  hpc_requeue_on ") < s.find("hpc_container=("));
 
   s = render(resolve({"container.runtime=charliecloud", "container.image=/img"}));
-  CHECK(contains(s, "USER=\"${USER:-$(id -un)}\"\nexport USER\n"));
-  CHECK(contains(s, "hpc_container+=(\n  /img\n  --\n)\n"));
-  CHECK_FALSE(contains(s, "--nv"));
+  CHECK(contains(s, "\n  export USER=\"${USER:-$(id -un)}\" #"));
+  CHECK(contains(s, "\n  hpc_container+=(/img --)\n"));
+  CHECK_FALSE(contains(s, "hpc_container_gpus_auto #"));
 
   s = render(resolve({"container.runtime=pyxis", "container.image=img.sqsh"}));
   CHECK(contains(s,
-                 "  --label # prefix each output line with its rank\n"
-                 "  --container-image=img.sqsh\n)\n"));
-  CHECK(contains(s, "\"${hpc_srun[@]}\" \"${hpc_train[@]}\" &\n"));
-  CHECK_FALSE(contains(s, "hpc_container"));
+                 "    --label # prefix each output line with its rank\n"
+                 "    --container-image=img.sqsh\n  )\n"));
+  CHECK(contains(s, "\n  hpc_launch \"${hpc_srun[@]}\" \"${hpc_train[@]}\"\n"));
+  CHECK_FALSE(contains(s, "hpc_container=("));
 }
 
 TEST_CASE("container script: without a container the script is unchanged", "[container]") {
   std::string s = render(resolve({}));
-  CHECK_FALSE(contains(s, "container"));
-  CHECK(contains(s, "\"${hpc_srun[@]}\" \"${hpc_train[@]}\" &\n"));
+  std::string top = s.substr(0, hpc::job_library_offset(s));
+  CHECK_FALSE(contains(top, "container"));
+  CHECK(contains(top, "\n  hpc_launch \"${hpc_srun[@]}\" \"${hpc_train[@]}\"\n"));
   CHECK_FALSE(contains(s, "\n\n\n"));
 }
 
@@ -120,28 +122,26 @@ TEST_CASE("container script: where the runtime goes in each launch mode", "[cont
   // srun: the task's bash line exports RANK & co. on the host, then execs the runtime, which
   // passes them into the image (the image needs no bash).
   std::string s = render(resolve_launch("srun", apptainer));
-  CHECK(contains(s,
-                 "\"${hpc_srun[@]}\" \"${hpc_task[@]}\" \"${hpc_container[@]}\" "
-                 "\"${hpc_program[@]}\" &\n"));
+  CHECK(contains(s, "\n  hpc_launch \"${hpc_srun[@]}\" \"${hpc_rank_env[@]}\" 2 "
+                    "\"${hpc_container[@]}\" \"${hpc_program[@]}\"\n"));
   // torchrun: the runtime starts torchrun in the image, one per node; torchrun starts the ranks.
   // The host's bash of each task adds is_host, then execs the runtime.
   s = render(resolve_launch("torchrun", apptainer));
-  CHECK(contains(s, "hpc_torchrun=(\"${hpc_container[@]}\" \"${hpc_torchrun[@]}\")"));
-  CHECK(contains(s, "\"${hpc_srun[@]}\" bash -c \"${hpc_torchrun_node}\" torchrun-node "
-                    "\"${#hpc_torchrun[@]}\" \"${hpc_rdzv_conf}\" \"${hpc_torchrun[@]}\" "
-                    "\"${hpc_program[@]}\" &\n"));
+  CHECK(contains(s, "\n  hpc_launch \"${hpc_srun[@]}\" \"${hpc_torchrun_node[@]}\" '' \\\n"
+                    "    \"${hpc_container[@]}\" \"${hpc_torchrun[@]}\" \"${hpc_program[@]}\"\n"));
   s = render(resolve_launch("hpctrain", {"container.runtime=charliecloud", "container.image=/i"}));
-  CHECK(contains(s, "\"${hpc_srun[@]}\" \"${hpc_container[@]}\" \"${hpc_train[@]}\" &\n"));
+  CHECK(contains(s, "\n  hpc_launch \"${hpc_srun[@]}\" \"${hpc_container[@]}\" "
+                    "\"${hpc_train[@]}\"\n"));
 
   // Pyxis: srun's options in every mode, the launch line as without a container.
   const Words pyxis = {"container.runtime=pyxis", "container.image=img.sqsh"};
   s = render(resolve_launch("srun", pyxis));
-  CHECK(contains(s, "  --container-image=img.sqsh\n)\n"));
-  CHECK(contains(s, "\"${hpc_srun[@]}\" \"${hpc_task[@]}\" \"${hpc_program[@]}\" &\n"));
+  CHECK(contains(s, "    --container-image=img.sqsh\n  )\n"));
+  CHECK(contains(s, "\n  hpc_launch \"${hpc_srun[@]}\" \"${hpc_rank_env[@]}\" 2 "
+                    "\"${hpc_program[@]}\"\n"));
   s = render(resolve_launch("torchrun", pyxis));
-  CHECK(contains(s, "(one task per node)\n  --container-image=img.sqsh\n)\n"));
-  CHECK(contains(s, "\"${hpc_srun[@]}\" bash -c \"${hpc_torchrun_node}\" torchrun-node "
-                    "\"${#hpc_torchrun[@]}\" \"${hpc_rdzv_conf}\" \"${hpc_torchrun[@]}\" "
-                    "\"${hpc_program[@]}\" &\n"));
-  CHECK_FALSE(contains(s, "hpc_container"));
+  CHECK(contains(s, "its node\n    --container-image=img.sqsh\n  )\n"));
+  CHECK(contains(s, "\n  hpc_launch \"${hpc_srun[@]}\" \"${hpc_torchrun_node[@]}\" '' \\\n"
+                    "    \"${hpc_torchrun[@]}\" \"${hpc_program[@]}\"\n"));
+  CHECK_FALSE(contains(s, "hpc_container=("));
 }

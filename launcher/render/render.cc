@@ -10,7 +10,7 @@
 #include "spec/suggest.h"
 
 #include <algorithm>
-#include <regex>
+#include <cctype>
 
 namespace hpc {
 namespace {
@@ -121,7 +121,9 @@ const std::vector<std::string>& known_template_names() {
                                                  "gpus_per_node",
                                                  "world_size",
                                                  "has_shape_base",
-                                                 "stale_mem_vars",
+                                                 "sources",
+                                                 "source",
+                                                 "mem_option",
                                                  "shape_base",
                                                  "sbatch",
                                                  "directive",
@@ -176,12 +178,15 @@ const std::vector<std::string>& known_template_names() {
                                                  "trainer_command",
                                                  "trainer_is_train",
                                                  "trainer_args",
+                                                 "train_words",
+                                                 "program_words",
                                                  "arg",
                                                  "launch",
                                                  "launch_hpctrain",
                                                  "launch_srun",
                                                  "launch_torchrun",
                                                  "torchrun_command",
+                                                 "torchrun_words",
                                                  "torchrun_runs_python",
                                                  "torchrun_rdzv_conf",
                                                  "cpus_per_node",
@@ -197,26 +202,65 @@ const std::vector<std::string>& known_template_names() {
                                                  "container_sets_user",
                                                  "container_wraps_program",
                                                  "container_command",
+                                                 "container_command_words",
                                                  "container_gpus_auto",
                                                  "container_arguments",
+                                                 "container_arguments_words",
                                                  "container_srun_options"};
   return names;
 }
 
+// Each tag's name: {{name}}, {{{name}}}, {{#name}}, {{^name}}, {{/name}}, {{&name}}, spaces
+// allowed; comments ({{! }}) and delimiter changes ({{= =}}) name nothing.
 void check_template_names(const std::string& text, const std::string& origin) {
-  static const std::regex tag(R"(\{\{(\{?)\s*([#^/&]?)\s*([A-Za-z0-9_.]+)\s*\}?\}\})");
   const auto& known = known_template_names();
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), tag); it != std::sregex_iterator();
-       ++it) {
-    std::string name = (*it)[3].str();
+  auto name_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+  };
+  for (size_t at = text.find("{{"); at != std::string::npos; at = text.find("{{", at + 2)) {
+    size_t i = at + 2;
+    if (i < text.size() && text[i] == '{') ++i;
+    while (i < text.size() && text[i] == ' ') ++i;
+    if (i < text.size() && (text[i] == '#' || text[i] == '^' || text[i] == '/' || text[i] == '&'))
+      ++i;
+    while (i < text.size() && text[i] == ' ') ++i;
+    size_t start = i;
+    while (i < text.size() && name_char(text[i])) ++i;
+    while (i < text.size() && text[i] == ' ') ++i;
+    if (i == start || text.compare(i, 2, "}}") != 0) continue;  // not a name tag
+    std::string name = text.substr(start, i - start);
+    while (!name.empty() && name.back() == ' ') name.pop_back();
     if (name == ".") continue;
     if (std::find(known.begin(), known.end(), name) == known.end()) {
-      auto [line, column] = line_column_at(text, static_cast<size_t>(it->position(0)));
+      auto [line, column] = line_column_at(text, at);
       throw UserError(origin + ":" + std::to_string(line) + ":" + std::to_string(column),
                       "the template uses {{" + name + "}}, which hpclaunch does not provide",
                       suggest_fix(name, known, "names (docs/templates.md)"));
     }
   }
+}
+
+// Shell words inside an array's parentheses, each quoted (shell_quote), separated by spaces and
+// wrapped before column 100 onto lines indented by 4 spaces. `used`: the columns the first line
+// holds before the words ("  hpc_train=(").
+std::string array_words(const std::vector<std::string>& words, size_t used) {
+  std::string out;
+  size_t column = used;
+  for (const auto& w : words) {
+    std::string q = shell_quote(w);
+    if (!out.empty()) {
+      if (column + 1 + q.size() > 98) {
+        out += "\n    ";
+        column = 4;
+      } else {
+        out += ' ';
+        ++column;
+      }
+    }
+    out += q;
+    column += q.size();
+  }
+  return out;
 }
 
 data flag(bool b) { return b ? data::type::bool_true : data::type::bool_false; }
@@ -232,8 +276,10 @@ void set_container(data& d, const ContainerSpec& c) {
   d.set("container_sets_user", flag(c.runtime == ContainerRuntime::Charliecloud));
   d.set("container_wraps_program", flag(argv.wraps_program()));
   d.set("container_command", string_list(argv.command, "arg"));
+  d.set("container_command_words", array_words(argv.command, 16));
   d.set("container_gpus_auto", flag(argv.gpus_auto));
   d.set("container_arguments", string_list(argv.arguments, "arg"));
+  d.set("container_arguments_words", array_words(argv.arguments, 17));
   d.set("container_srun_options", string_list(argv.srun_options, "arg"));
 }
 
@@ -324,10 +370,7 @@ data template_data(const Spec& spec, const RenderContext& ctx) {
   data sbatch{data::type::list};
   // The memory variables Slurm sets for what this job asks; the others, found in the job, came
   // from an allocation it was submitted in by hand.
-  static const std::pair<const char*, const char*> kMemory[] = {
-      {"--mem-per-cpu=", "SLURM_MEM_PER_CPU"},
-      {"--mem-per-gpu=", "SLURM_MEM_PER_GPU"},
-      {"--mem=", "SLURM_MEM_PER_NODE"}};
+  static const std::string kMemoryOptions[] = {"--mem-per-cpu=", "--mem-per-gpu=", "--mem="};
   const std::vector<std::string> directives = sbatch_directives(spec);
   for (const auto& line : directives) {
     data item;
@@ -335,14 +378,21 @@ data template_data(const Spec& spec, const RenderContext& ctx) {
     sbatch << item;
   }
   d.set("sbatch", sbatch);
-  std::string stale;
-  for (const auto& [option, variable] : kMemory) {
-    const bool asked = std::any_of(directives.begin(), directives.end(), [&](const auto& line) {
-      return line.rfind(option, 0) == 0;
-    });
-    if (!asked) stale += (stale.empty() ? "" : " ") + std::string(variable);
+  // The job's own memory request (one option at most): hpc_job_start unsets the other memory
+  // variables, which came from an allocation the job was submitted from.
+  std::string mem_option = "--no-mem";
+  for (const auto& option : kMemoryOptions) {
+    for (const auto& line : directives)
+      if (line.rfind(option, 0) == 0) mem_option = option.substr(0, option.size() - 1);
   }
-  d.set("stale_mem_vars", stale);  // names only: inserted as they are
+  d.set("mem_option", mem_option);  // one of kMemoryOptions without '=', or --no-mem
+  data sources{data::type::list};
+  for (const auto& layer : spec.layers) {
+    data item;
+    item.set("source", comment_text(layer));
+    sources << item;
+  }
+  d.set("sources", sources);
 
   set_site_env(d, spec);
   d.set("has_setup", flag(!p.setup.empty()));
@@ -399,6 +449,14 @@ data template_data(const Spec& spec, const RenderContext& ctx) {
   d.set("trainer_command", spec.trainer.command);  // one of known_trainer_commands()
   d.set("trainer_is_train", flag(spec.trainer.command == "train"));
   d.set("trainer_args", string_list(spec.trainer.args, "arg"));
+  // The built-in template's arrays, each a line of quoted words (array_words).
+  std::vector<std::string> train{spec.trainer.program, spec.trainer.command};
+  if (spec.trainer.command == "train") train.insert(train.end(), {"--strategy", spec.strategy});
+  train.insert(train.end(), spec.trainer.args.begin(), spec.trainer.args.end());
+  d.set("train_words", array_words(train, 12));
+  std::vector<std::string> program_words{spec.trainer.program};
+  program_words.insert(program_words.end(), spec.trainer.args.begin(), spec.trainer.args.end());
+  d.set("program_words", array_words(program_words, 14));
 
   d.set("launch", spec.launch);  // one of known_launch_modes()
   d.set("launch_hpctrain", flag(spec.launch == "hpctrain"));
@@ -419,6 +477,7 @@ data template_data(const Spec& spec, const RenderContext& ctx) {
     }
   }
   d.set("torchrun_command", string_list(torchrun_command, "arg"));
+  d.set("torchrun_words", array_words(torchrun_command, 15));
   d.set("torchrun_rdzv_conf", rdzv_conf);
   // torchrun runs a .py file with its own Python; anything else it must run as it is.
   const std::string& program = spec.trainer.program;
@@ -510,6 +569,13 @@ ScriptTemplate ScriptTemplate::from_text(std::string text, std::string origin) {
         "fix the mustache syntax (compare with the built-in templates/sbatch.sh.mustache)");
   }
   check_template_names(text, origin);
+  // The job library ends with `main "$@"`: a template from before it (the whole script in one
+  // file) would run nothing.
+  if (text.find("main()") == std::string::npos) {
+    throw UserError(origin, "the template defines no main(), which the job library calls",
+                    "copy the built-in templates/sbatch.sh.mustache of this version "
+                    "and edit that (docs/templates.md)");
+  }
   ScriptTemplate t;
   t.text_ = std::move(text);
   t.origin_ = std::move(origin);
@@ -525,6 +591,10 @@ std::string ScriptTemplate::render(const Spec& spec, const RenderContext& contex
     throw UserError(origin_, "template failed to render: " + tmpl.error_message(),
                     "fix the template");
   }
+  // The job, one blank line, then the library from its marker line on.
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  out += "\n\n";
+  out += job_library_text();
   return out;
 }
 

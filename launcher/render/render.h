@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "spec/spec.h"
@@ -27,6 +28,16 @@ struct RenderContext {
   // (the template's {{#interactive}} sections), and does not requeue itself.
   bool interactive = false;
 };
+
+// The job library every script ends with (templates/job-library.sh as built): the functions
+// main() calls, from the marker line `# --- hpclaunch job library` to the call of main.
+std::string_view job_library_text();
+inline constexpr std::string_view kJobLibraryMarker = "# --- hpclaunch job library";
+// Where a rendered script's job library begins (the marker at the start of a line), or npos.
+inline size_t job_library_offset(const std::string& script) {
+  size_t at = script.find("\n" + std::string(kJobLibraryMarker));
+  return at == std::string::npos ? at : at + 1;
+}
 
 // The #SBATCH directives of a spec, without the "#SBATCH " prefix, in the script's order.
 std::vector<std::string> sbatch_directives(const Spec& spec);

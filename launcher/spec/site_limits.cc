@@ -259,4 +259,25 @@ void check_site_limits(const SpecReader& r, const Spec& spec) {
   if (const QosLimits* q = limits.find_qos(spec.profile.qos)) check_qos(r, spec, *q);
 }
 
+// profile.max_gpus_per_node and profile.max_nodes against the shape.
+void check_shape_fits(const SpecReader& r, const Spec& spec) {
+  const auto& p = spec.profile;
+  if (p.max_gpus_per_node > 0 && spec.shape.gpus_per_node > p.max_gpus_per_node) {
+    throw UserError(r.where("shape.gpus_per_node"),
+                    std::to_string(spec.shape.gpus_per_node) + " GPUs per node, but cluster \"" +
+                        spec.cluster + "\" has at most " + std::to_string(p.max_gpus_per_node) +
+                        " (profile.max_gpus_per_node, " + r.origin("profile.max_gpus_per_node") +
+                        ")",
+                    "pick a preset with at most " + std::to_string(p.max_gpus_per_node) +
+                        " GPUs per node, or use more nodes");
+  }
+  if (p.max_nodes > 0 && spec.shape.nodes > p.max_nodes) {
+    throw UserError(r.where("shape.nodes"),
+                    std::to_string(spec.shape.nodes) + " nodes, but cluster \"" + spec.cluster +
+                        "\" allows at most " + std::to_string(p.max_nodes) +
+                        " (profile.max_nodes, " + r.origin("profile.max_nodes") + ")",
+                    "pick a smaller preset");
+  }
+}
+
 }  // namespace hpc

@@ -69,5 +69,7 @@ void choose_qos(const SpecReader& r, nlohmann::json& doc,
 // What the site would refuse: time over the partition's or QoS's limit, more nodes than they
 // allow, more GPUs, CPUs or memory than a node has. UserError with the key path and the fix.
 void check_site_limits(const SpecReader& r, const Spec& spec);
+// The shape against profile.max_gpus_per_node and profile.max_nodes: throws UserError.
+void check_shape_fits(const SpecReader& r, const Spec& spec);
 
 }  // namespace hpc

@@ -355,26 +355,6 @@ void read_profile(const SpecReader& r, const json& doc, ClusterProfile& p) {
   (void)doc;
 }
 
-void check_shape_fits(const SpecReader& r, const Spec& spec) {
-  const auto& p = spec.profile;
-  if (p.max_gpus_per_node > 0 && spec.shape.gpus_per_node > p.max_gpus_per_node) {
-    throw UserError(r.where("shape.gpus_per_node"),
-                    std::to_string(spec.shape.gpus_per_node) + " GPUs per node, but cluster \"" +
-                        spec.cluster + "\" has at most " + std::to_string(p.max_gpus_per_node) +
-                        " (profile.max_gpus_per_node, " + r.origin("profile.max_gpus_per_node") +
-                        ")",
-                    "pick a preset with at most " + std::to_string(p.max_gpus_per_node) +
-                        " GPUs per node, or use more nodes");
-  }
-  if (p.max_nodes > 0 && spec.shape.nodes > p.max_nodes) {
-    throw UserError(r.where("shape.nodes"),
-                    std::to_string(spec.shape.nodes) + " nodes, but cluster \"" + spec.cluster +
-                        "\" allows at most " + std::to_string(p.max_nodes) +
-                        " (profile.max_nodes, " + r.origin("profile.max_nodes") + ")",
-                    "pick a smaller preset");
-  }
-}
-
 bool from_builtin_defaults(const std::string& origin) {
   return origin == kDefaultsOrigin || origin.find("presets/defaults.json") != std::string::npos;
 }
@@ -678,6 +658,17 @@ Spec resolve_spec(const Catalog& catalog, const SpecRequest& request) {
   for (const auto& f : shape.files) spec.files.push_back(f);
   for (const auto& f : cluster.files) spec.files.push_back(f);
   if (!project_origin.empty()) spec.files.push_back(project_origin);
+  auto add_layer = [&](const std::string& origin, const std::string& what) {
+    spec.layers.push_back(what.empty() ? origin : origin + " (" + what + ")");
+  };
+  for (const auto& [layer, origin] : defaults)
+    add_layer(origin, request.saved_spec ? "the run's saved spec" : "defaults");
+  for (const auto& f : shape.files) add_layer(f, "preset " + spec.preset);
+  for (const auto& f : cluster.files) add_layer(f, "profile " + spec.cluster);
+  if (!project_origin.empty()) add_layer(project_origin, "project file");
+  for (const auto& [layer, origin] : request.flag_layers) add_layer(origin, "flag");
+  for (const auto& [layer, origin] : sets) add_layer(origin, "");
+  for (const auto& n : request.env_pass) add_layer("--env-pass " + n, "");
 
   // 3. Typed values, each checked; the site's defaults first, its limits last.
   apply_site_defaults(doc, spec.sources, shape.files);

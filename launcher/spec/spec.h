@@ -140,6 +140,9 @@ struct Spec {
   nlohmann::json resolved;                     // the merged document (keys sorted)
   std::map<std::string, std::string> sources;  // leaf key path -> where its value came from
   std::vector<std::string> files;              // every file that contributed, in layer order
+  // Every layer, lowest first, one line each for the script's header: a file with what it is
+  // ("presets/shapes/2n4g.json (preset 2n4g)"), then each flag and --set that set keys.
+  std::vector<std::string> layers;
 
   int world_size() const { return shape.nodes * shape.gpus_per_node; }
   bool launches_hpctrain() const { return launch == "hpctrain"; }
