@@ -573,8 +573,8 @@ ScriptTemplate ScriptTemplate::from_text(std::string text, std::string origin) {
   // file) would run nothing.
   if (text.find("main()") == std::string::npos) {
     throw UserError(origin, "the template defines no main(), which the job library calls",
-                    "copy the built-in templates/sbatch.sh.mustache of this version "
-                    "and edit that (docs/templates.md)");
+                    "use a copy of this version's templates/sbatch.sh.mustache, where "
+                    "the job is main() (docs/templates.md)");
   }
   ScriptTemplate t;
   t.text_ = std::move(text);

@@ -121,11 +121,15 @@ void check_container_job(const ContainerCase& c, const std::string& launch) {
   REQUIRE(at + c.expected.size() < argv.size());
   const std::string before = argv[at - 1], after = argv[at + c.expected.size()];
   if (launch == "torchrun" && !pyxis) {
-    REQUIRE(at >= 3);
+    REQUIRE(at >= 2);
     CHECK(before == "");  // the --rdzv_conf the task adds is_host to
-    CHECK(argv[at - 3] == "torchrun-node");
+    CHECK(argv[at - 2] == "torchrun-node");
+  } else if (launch == "srun" && !pyxis) {
+    REQUIRE(at >= 2);
+    CHECK(before == "2");  // LOCAL_WORLD_SIZE, for the task's bash line
+    CHECK(argv[at - 2] == "hpc-task");
   } else {
-    CHECK(before == (launch == "srun" && !pyxis ? "hpc-task" : "--label"));
+    CHECK(before == "--label");
   }
   if (launch == "hpctrain") {
     CHECK(after == "prog");

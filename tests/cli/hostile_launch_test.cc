@@ -88,16 +88,19 @@ TEST_CASE("hostile launch: srun passes the program and its arguments as words", 
       auto argv = render_and_run(sb, "srun", v, script);
       const std::vector<std::string> program = {as_program(v), v, "", v, "--f=" + v};
       CHECK(tail_of(argv, program.size()) == program);
-      auto wrapper = tail_of(argv, program.size() + 4);
+      // srun ... bash -c LINE hpc-task LOCAL_WORLD_SIZE PROGRAM...
+      auto wrapper = tail_of(argv, program.size() + 5);
       REQUIRE(wrapper[0] == "bash");
       REQUIRE(wrapper[1] == "-c");
       CHECK(wrapper[3] == "hpc-task");
+      CHECK(wrapper[4] == "2");
 
       // The wrapper as a task runs it, with a program that prints what it got.
       std::vector<std::string> task = {"/bin/bash",
                                        "-c",
                                        wrapper[2],
                                        "hpc-task",
+                                       "2",
                                        "/bin/bash",
                                        "-c",
                                        "printf '%s\\0' \"$RANK\" \"$LOCAL_RANK\" \"$WORLD_SIZE\" "
@@ -135,8 +138,8 @@ TEST_CASE("hostile launch: torchrun's command and the program stay words", "[hos
                                                  "--rdzv_id=4242",
                                                  "--no_python"};
       const std::vector<std::string> program = {as_program(v), v, "", v, "--f=" + v};
-      // srun ... bash -c LINE torchrun-node N CONF TORCHRUN... PROGRAM...
-      std::vector<std::string> expected = {"torchrun-node", std::to_string(torchrun.size()), ""};
+      // srun ... bash -c LINE torchrun-node CONF TORCHRUN... PROGRAM...
+      std::vector<std::string> expected = {"torchrun-node", ""};
       expected.insert(expected.end(), torchrun.begin(), torchrun.end());
       expected.insert(expected.end(), program.begin(), program.end());
       REQUIRE(argv.size() > expected.size() + 6);
@@ -147,19 +150,19 @@ TEST_CASE("hostile launch: torchrun's command and the program stay words", "[hos
       CHECK(argv[at - 3] == "bash");
       CHECK(argv[at - 2] == "-c");
       // Each node's task runs that line: torchrun (a printer here) gets its words, the
-      // rendezvous's is_host (0 on node 1) and the program's words, each one word.
-      const std::vector<std::string> printer = {"/bin/bash", "-c", "printf '%s\\0' \"$@\"",
-                                                "torchrun"};
-      std::vector<std::string> task = {"/bin/bash", "-c", argv[at - 1], "torchrun-node",
-                                       std::to_string(printer.size() + torchrun.size() - 1), ""};
+      // rendezvous's is_host (0 on node 1) in PET_RDZV_CONF, torchrun's --rdzv_conf, and the
+      // program's words, each one word.
+      const std::vector<std::string> printer = {
+          "/bin/bash", "-c", "printf '%s\\0' \"$PET_RDZV_CONF\" \"$@\"", "torchrun"};
+      std::vector<std::string> task = {"/bin/bash", "-c", argv[at - 1], "torchrun-node", ""};
       task.insert(task.end(), printer.begin(), printer.end());
       task.insert(task.end(), torchrun.begin() + 1, torchrun.end());
       task.insert(task.end(), program.begin(), program.end());
       Run t = spawn(task, sb.work(), job_env(sb, {"SLURM_NODEID=1"}));
       INFO("task: " << t.describe());
       REQUIRE(t.status == 0);
-      std::vector<std::string> seen(torchrun.begin() + 1, torchrun.end());
-      seen.push_back("--rdzv_conf=is_host=0");
+      std::vector<std::string> seen = {"is_host=0"};
+      seen.insert(seen.end(), torchrun.begin() + 1, torchrun.end());
       seen.insert(seen.end(), program.begin(), program.end());
       CHECK(split_nul(t.out) == seen);
       CHECK(canaries(sb).empty());

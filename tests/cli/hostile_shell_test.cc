@@ -138,8 +138,10 @@ TEST_CASE("hpclaunch shell --dry-run: the script is shellcheck-clean and has no 
   INFO(r.describe());
   REQUIRE(r.status == 0);
   CHECK(r.out.find("exec \"${SHELL:-/bin/bash}\" -i") != std::string::npos);
-  CHECK(r.out.find("trap hpc_forward_usr1") == std::string::npos);
-  CHECK(r.out.find("--kill-on-bad-exit") == std::string::npos);
+  const std::string job = r.out.substr(0, r.out.find("\n# --- hpclaunch job library"));
+  CHECK(job.find("\n  hpc_shell 8\n}") != std::string::npos);
+  CHECK(job.find("hpc_requeue_on") == std::string::npos);
+  CHECK(job.find("--kill-on-bad-exit") == std::string::npos);
   CHECK(r.out.find("#SBATCH --job-name=\"a b'c\"\n") != std::string::npos);
   // Without job.name the job is "shell", not the program's name.
   Run unnamed = sb.hpclaunch({"shell", "--dry-run", "--preset", "1n2g"});

@@ -142,16 +142,16 @@ void check_hostile_script(const Sandbox& sb, const HostileRender& h) {
   CHECK(opts["--nodes"] == "1");
   CHECK(opts["--ntasks-per-node"] == "2");
 
-  // job.preflight.hpctrain: data in one assignment, read back by bash as it was given.
+  // job.preflight.hpctrain: one word of the node check's call, read back by bash as it was given.
   std::string check_line;
   for (const auto& line : split_lines(h.script)) {
-    if (line.rfind("hpc_check_program=", 0) == 0) check_line = line;
+    if (line.rfind("  hpc_node_check ", 0) == 0) check_line = line;
   }
   REQUIRE(!check_line.empty());
-  Run assigned = spawn(
-      {"/bin/bash", "-c", "eval \"$1\" && printf '%s' \"$hpc_check_program\"", "_", check_line},
-      sb.work(), sb.env());
-  INFO("hpc_check_program: " << assigned.describe());
+  Run assigned = spawn({"/bin/bash", "-c", "hpc_node_check() { printf '%s' \"$1\"; }; eval \"$1\"",
+                        "_", check_line},
+                       sb.work(), sb.env());
+  INFO("hpc_node_check's program: " << assigned.describe());
   CHECK(assigned.status == 0);
   CHECK(assigned.out == h.directive);
 
@@ -180,7 +180,7 @@ void check_hostile_script(const Sandbox& sb, const HostileRender& h) {
     auto lines = split_lines(h.script);
     for (const auto& reason_line : split_lines(h.value + "\n")) {
       INFO("reason line: " << reason_line);
-      CHECK(std::count(lines.begin(), lines.end(), "# " + reason_line) >= 2);  // nccl + env
+      CHECK(std::count(lines.begin(), lines.end(), "  # " + reason_line) >= 2);  // nccl + env
     }
   }
 

@@ -281,8 +281,8 @@ TEST_CASE("site environment blocks: bash -n and shellcheck clean", "[hostile][si
   r = render(sb, project);
   REQUIRE(r.status == 0);
   const std::string text = read_file(sb.work() / "job.sbatch");
-  CHECK_THAT(text, Contains("hpc_conda_env=\"${HOME}\"/'conda envs/train'"));
-  CHECK_THAT(text, Contains("if ! module purge; then"));
+  CHECK_THAT(text, Contains("\n  hpc_conda \"${HOME}\"/'conda envs/train' #"));
+  CHECK_THAT(text, Contains("\n  hpc_module purge\n"));
   check_shellcheck(sb, "job.sbatch");
 }
 

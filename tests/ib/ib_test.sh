@@ -102,7 +102,7 @@ check_master_addr() { # OUT
   local script
   script=$(find "$work/runs" -name script.sbatch -path "*/$name-*" | head -n 1)
   [[ -n $script ]] || fail "no runs/$name-*/script.sbatch"
-  expect "$script" "^hpc_ib_suffix=i$" "the rendered script does not add the suffix i"
+  expect "$script" "^  hpc_rendezvous i " "the rendered script does not add the suffix i"
   expect "$1.out" "MASTER_ADDR=$ib_addr \(node01i\) MASTER_PORT=[0-9]+$" \
     "MASTER_ADDR is not node01i's address $ib_addr"
   grep -E "MASTER_ADDR=" "$1.out"

@@ -66,9 +66,8 @@ JSON
     [[ ! -e runs && ! -e sw/sweep.json ]] || fail "a dry run submitted or recorded something"
     s=sw/scripts/1n2g-srun-micro_batch.8-NCCL_ALGO.Ring-seed.3.sbatch
     [[ -f $s ]] || { ls sw/scripts; fail "no script named by its values"; }
-    grep -A8 '^hpc_program=(' "$s" | tr -d ' ' | tr '\n' ' ' |
-      grep -q '^hpc_program=( ./prog.sh --micro-batch 8 --seed 3 )' || fail "$s: program arguments"
-    grep -q '^export NCCL_ALGO=Ring$\|^export NCCL_ALGO="Ring"$\|^export NCCL_ALGO='"'"'Ring'"'"'$' "$s" || fail "$s: NCCL_ALGO"
+    grep -qx '  hpc_program=(./prog.sh --micro-batch 8 --seed 3)' "$s" || fail "$s: program arguments"
+    grep -q '^  export NCCL_ALGO=Ring$' "$s" || fail "$s: NCCL_ALGO"
     hostile=$(ls sw/scripts/1n1g-srun-micro_batch.4-NCCL_ALGO.__touch__tmp_study-pwned__*-seed.1.sbatch) ||
       fail "the hostile value's point is not named with safe characters"
     for f in "$s" "$hostile"; do
@@ -77,7 +76,7 @@ JSON
     done
     grep -q 'NCCL_ALGO=.*touch /tmp/study-pwned' "$hostile" || fail "hostile value missing"
     # The value is text: sourcing the line that exports it runs nothing.
-    (eval "$(grep '^export NCCL_ALGO=' "$hostile")"; [[ $NCCL_ALGO == '$(touch /tmp/study-pwned)' ]]) ||
+    (eval "$(grep '^  export NCCL_ALGO=' "$hostile")"; [[ $NCCL_ALGO == '$(touch /tmp/study-pwned)' ]]) ||
       fail "the hostile value did not stay text"
     [[ ! -e /tmp/study-pwned ]] || fail "a hostile value ran"
     # presets x strategies: two axes, PRESET-STRATEGY names, hpctrain's batch per point.
