@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -107,6 +108,53 @@ std::string read_input_file(const fs::path& path, const std::string& what, std::
     // A file that grows while we read (or a /proc entry, whose size says 0) stops at the limit.
     if (content.size() > max_bytes) refuse_size(path, what, max_bytes, max_bytes, true);
   }
+}
+
+InputChunk read_input_chunk(const fs::path& path, const std::string& what, std::uint64_t offset,
+                            std::size_t max_bytes) {
+  InputChunk chunk;
+  chunk.next_offset = offset;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return chunk;  // not there (yet)
+    refuse_missing(path, what, errno);
+  }
+  if (!S_ISREG(st.st_mode)) refuse_type(path, what, st.st_mode);
+  FileDescriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)};
+  if (file.fd < 0) {
+    if (errno == ENOENT) return chunk;  // removed since stat()
+    refuse_missing(path, what, errno);
+  }
+  if (::fstat(file.fd, &st) != 0 || !S_ISREG(st.st_mode)) refuse_type(path, what, st.st_mode);
+  // procfs and sysfs say 0 bytes for files that hold some: a reader that goes by the size
+  // (truncated? start over) reads them for ever.
+  constexpr long kProcMagic = 0x9fa0, kSysfsMagic = 0x62656572;
+  struct statfs fs_info {};
+  if (::fstatfs(file.fd, &fs_info) == 0 && (static_cast<long>(fs_info.f_type) == kProcMagic ||
+                                            static_cast<long>(fs_info.f_type) == kSysfsMagic)) {
+    throw UserError(
+        path.string(),
+        "is a file of /proc or /sys (its size says nothing of its content), not a " + what,
+        "replace it with a regular file, remove it, or name another");
+  }
+  chunk.exists = true;
+  if (static_cast<std::uint64_t>(st.st_size) < offset) offset = 0;  // truncated: start over
+  chunk.data.resize(max_bytes);
+  std::size_t got = 0;
+  while (got < max_bytes) {
+    const ssize_t n = ::pread(file.fd, chunk.data.data() + got, max_bytes - got,
+                              static_cast<off_t>(offset + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      throw UserError(path.string(), "cannot read " + what + ": " + std::strerror(errno),
+                      "check the file");
+    }
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  chunk.data.resize(got);
+  chunk.next_offset = offset + got;
+  return chunk;
 }
 
 std::string describe_size_limit(std::size_t bytes) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 
@@ -29,6 +30,22 @@ bool input_path_present(const std::filesystem::path& path);
 // no permission, more than `max_bytes` bytes. A FIFO or device is never read from.
 std::string read_input_file(const std::filesystem::path& path, const std::string& what = "file",
                             std::size_t max_bytes = kMaxInputFileBytes);
+
+// A piece of a file that may still grow: a job's log, metrics.jsonl, timeline.jsonl.
+struct InputChunk {
+  bool exists = false;            // false: nothing at the path (yet): a pending job has no log
+  std::string data;               // at most max_bytes from the offset read
+  std::uint64_t next_offset = 0;  // where to read next time
+};
+
+// The streaming twin of read_input_file, for files a run directory holds and a job may still
+// write: the same checks, for each piece. Nothing there (or a dangling link): exists=false. A
+// folder, a FIFO, a device, a socket, a file of /proc or /sys (its size says nothing of what it
+// holds: read again and again it never ends) or no permission: UserError naming the path. A
+// FIFO is never opened for reading (open would wait for a writer). A file now shorter than
+// `offset` (truncated or replaced) is read from its start.
+InputChunk read_input_chunk(const std::filesystem::path& path, const std::string& what,
+                            std::uint64_t offset, std::size_t max_bytes);
 
 // "4 MiB", "16 MiB", "512 bytes": a size limit as messages and docs state it.
 std::string describe_size_limit(std::size_t bytes);

@@ -107,3 +107,43 @@ TEST_CASE("describe_size_limit", "[input-file]") {
   CHECK(hpc::describe_size_limit(2048) == "2 KiB");
   CHECK(hpc::describe_size_limit(100) == "100 bytes");
 }
+
+// read_input_chunk: the twin for files a job may still write (logs, metrics, the timeline).
+TEST_CASE("read_input_chunk reads pieces of a regular file from an offset", "[input]") {
+  TempDir d;
+  const fs::path log = d.write("log", "hello world\n");
+  auto c = hpc::read_input_chunk(log, "log", 0, 5);
+  CHECK(c.exists);
+  CHECK(c.data == "hello");
+  CHECK(c.next_offset == 5);
+  c = hpc::read_input_chunk(log, "log", c.next_offset, 100);
+  CHECK(c.data == " world\n");
+  CHECK(c.next_offset == 12);
+  c = hpc::read_input_chunk(log, "log", 12, 100);
+  CHECK(c.data.empty());
+  CHECK(c.next_offset == 12);
+  d.write("log", "new\n");  // truncated: read from its start
+  c = hpc::read_input_chunk(log, "log", 12, 100);
+  CHECK(c.data == "new\n");
+  CHECK(c.next_offset == 4);
+  CHECK_FALSE(hpc::read_input_chunk(d.path / "none", "log", 0, 10).exists);
+  fs::create_symlink(d.path / "gone", d.path / "dangling");
+  CHECK_FALSE(hpc::read_input_chunk(d.path / "dangling", "log", 0, 10).exists);
+}
+
+TEST_CASE("read_input_chunk refuses a FIFO, a folder and a /proc file, never waits or loops",
+          "[input]") {
+  TempDir d;
+  REQUIRE(mkfifo((d.path / "fifo").c_str(), 0600) == 0);
+  CHECK_THROWS_WITH(hpc::read_input_chunk(d.path / "fifo", "log", 0, 10),
+                    Contains("fifo: is a FIFO (named pipe), not a log"));
+  fs::create_directory(d.path / "dir");
+  CHECK_THROWS_WITH(hpc::read_input_chunk(d.path / "dir", "log", 0, 10),
+                    Contains("dir: is a directory, not a log"));
+  // Its size says 0 for content that is there: a reader by the size would read it for ever.
+  fs::create_symlink("/proc/self/environ", d.path / "environ");
+  CHECK_THROWS_WITH(hpc::read_input_chunk(d.path / "environ", "log", 0, 10),
+                    Contains("is a file of /proc or /sys"));
+  CHECK_THROWS_WITH(hpc::read_input_chunk("/dev/zero", "log", 0, 10),
+                    Contains("is a character device"));
+}

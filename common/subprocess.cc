@@ -3,11 +3,12 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -24,7 +25,54 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The commands run_command is waiting for (their process group ids), for a signal handler to
+// kill: a fixed table of atomics, so that reading it is async-signal-safe.
+constexpr int kTrackedCommands = 128;
+std::atomic<pid_t> g_running[kTrackedCommands];
+
+void track_command(pid_t pgid) {
+  for (auto& slot : g_running) {
+    pid_t free_slot = 0;
+    if (slot.compare_exchange_strong(free_slot, pgid)) return;
+  }
+  // More commands at once than any verb runs: this one still dies with us (PR_SET_PDEATHSIG).
+}
+
+void untrack_command(pid_t pgid) {
+  for (auto& slot : g_running) {
+    pid_t mine = pgid;
+    if (slot.compare_exchange_strong(mine, 0)) return;
+  }
+}
+
+extern "C" void end_with_commands(int sig) {
+  kill_running_commands();
+  // Then end as the signal would have (the handler is reset to the default on entry).
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
 }  // namespace
+
+void kill_running_commands() {
+  for (auto& slot : g_running) {
+    const pid_t pgid = slot.load();
+    if (pgid > 0) kill(-pgid, SIGKILL);
+  }
+}
+
+void end_commands_with_this_process() {
+  struct sigaction sa {};
+  sa.sa_handler = end_with_commands;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+    struct sigaction old {};
+    // A signal ignored when we started (nohup, a background job's SIGINT) stays ignored.
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    sigaction(sig, &sa, nullptr);
+  }
+}
 
 std::vector<std::string> merged_environment(const std::vector<std::string>& extra) {
   std::map<std::string, std::string> env;
@@ -74,24 +122,6 @@ CommandResult run_command(const std::vector<std::string>& argv, const CommandOpt
     result.spawn_error = std::string("pipe: ") + std::strerror(errno);
     return result;
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
-  if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, options.cwd.c_str());
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // Own process group, so a timeout can kill everything the command started.
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-
   std::vector<std::string> env = options.env_only ? options.env : merged_environment(options.env);
   for (const auto& name : options.pass_env) {
     const char* value = std::getenv(name.c_str());
@@ -114,12 +144,60 @@ CommandResult run_command(const std::vector<std::string>& argv, const CommandOpt
   for (const auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
   cenv.push_back(nullptr);
 
+  // Every command ends with us: in a process group of its own (a timeout kills all it
+  // started), killed by the kernel should we die first (PR_SET_PDEATHSIG), and by
+  // kill_running_commands() should a signal end us. fork, not posix_spawn: only a forked child
+  // can ask for the death signal before it execs.
+  const char* cwd = options.cwd.empty() ? nullptr : options.cwd.c_str();
+  int exec_error[2];
+  int rc = 0;
   pid_t pid = -1;
-  int rc = program.empty()
-               ? ENOENT
-               : posix_spawn(&pid, program.c_str(), &actions, &attr, cargv.data(), cenv.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  if (program.empty()) {
+    rc = ENOENT;
+  } else if (pipe2(exec_error, O_CLOEXEC) != 0) {
+    rc = errno;
+  } else {
+    const pid_t parent = getpid();
+    pid = fork();
+    if (pid == 0) {
+      // The child: async-signal-safe calls only, until execve.
+      setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);  // we died before the line above
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      for (int sig = 1; sig < NSIG; ++sig)
+        if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, nullptr);
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      const int from[3] = {in_pipe[0], out_pipe[1], err_pipe[1]};
+      for (int fd = 0; fd < 3; ++fd) {
+        if (from[fd] == fd)
+          fcntl(fd, F_SETFD, 0);  // already there: keep it across exec
+        else
+          dup2(from[fd], fd);
+      }
+      if (cwd == nullptr || chdir(cwd) == 0) execve(program.c_str(), cargv.data(), cenv.data());
+      const int err = errno;
+      (void)!write(exec_error[1], &err, sizeof err);
+      _exit(127);
+    }
+    if (pid < 0) rc = errno;
+    close(exec_error[1]);
+    if (pid > 0) {
+      int err = 0;
+      ssize_t n;
+      while ((n = read(exec_error[0], &err, sizeof err)) < 0 && errno == EINTR) {}
+      if (n == static_cast<ssize_t>(sizeof err)) {
+        rc = err;  // chdir or execve failed
+        while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {}
+      } else {
+        track_command(pid);
+      }
+    }
+    close(exec_error[0]);
+  }
   close(in_pipe[0]);
   close(out_pipe[1]);
   close(err_pipe[1]);
@@ -209,6 +287,7 @@ CommandResult run_command(const std::vector<std::string>& argv, const CommandOpt
       usleep(2000);
     }
   }
+  untrack_command(pid);
   if (!sigismember(&old_mask, SIGPIPE)) {
     timespec zero{0, 0};
     while (sigtimedwait(&pipe_set, nullptr, &zero) == SIGPIPE) {}

@@ -40,6 +40,18 @@ struct CommandResult {
 // Never throws for a failing program.
 CommandResult run_command(const std::vector<std::string>& argv, const CommandOptions& options = {});
 
+// Every command run_command starts ends with this process: it runs in a process group of its
+// own, which the kernel kills with SIGKILL should this thread die first (PR_SET_PDEATHSIG, for
+// the command itself) and which kill_running_commands() kills whole. Each has its timeout.
+//
+// Kills the process group of every command run_command is waiting for. Async-signal-safe.
+void kill_running_commands();
+// Installs handlers for SIGINT, SIGTERM, SIGHUP and SIGQUIT (those not ignored) that kill the
+// running commands' process groups, then end this process as the signal would have. main()
+// calls it once; a verb that handles a signal itself (follow, a sweep's pool) replaces the
+// handler for a while and puts it back.
+void end_commands_with_this_process();
+
 // This process's environment with `overrides` ("NAME=value") added or replacing entries of the
 // same name: what run_command gives a command.
 std::vector<std::string> merged_environment(const std::vector<std::string>& overrides);

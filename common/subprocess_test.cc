@@ -1,10 +1,13 @@
 // run_command: how the launcher (and the integration tests, through run_process) run programs.
 #include "subprocess.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <string>
+#include <thread>
 
 using hpc::CommandOptions;
 using hpc::run_command;
@@ -117,4 +120,25 @@ TEST_CASE("run_command looks argv[0] up in the PATH the program gets", "[subproc
   CHECK(run_command({"sh", "-c", "true"}, opts).ok());
   CHECK(hpc::find_in_path("sh", "/nonexistent-hpc-dir:/bin") == "/bin/sh");
   CHECK(hpc::find_in_path("hpc-no-such-program-here", "/bin:/usr/bin").empty());
+}
+
+// Issue 35: a command must not outlive hpclaunch. A signal handler calls
+// kill_running_commands (end_commands_with_this_process); here it is called directly.
+TEST_CASE("kill_running_commands ends a running command's whole process group", "[subprocess]") {
+  hpc::CommandResult r;
+  auto start = std::chrono::steady_clock::now();
+  std::thread runner([&] { r = run_command({"sh", "-c", "sleep 30 & sleep 30; wait"}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  hpc::kill_running_commands();
+  runner.join();
+  auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(seconds < 5);
+  CHECK(r.term_signal == SIGKILL);
+}
+
+TEST_CASE("run_command reports a working directory that is not there", "[subprocess]") {
+  CommandOptions o;
+  o.cwd = "/nonexistent-hpc-dir";
+  auto r = run_command({"true"}, o);
+  CHECK(r.spawn_error == "No such file or directory");
 }

@@ -11,6 +11,7 @@
 
 #include "atomic_file.h"
 #include "error.h"
+#include "input_file.h"
 
 namespace fs = std::filesystem;
 
@@ -35,20 +36,13 @@ void LocalHost::write_file(const std::string& path, const std::string& content, 
 }
 
 LogChunk LocalHost::read_file(const std::string& path, uint64_t offset, size_t max_bytes) {
+  // The run directory's files (logs, metrics, timeline) through the input reader's checks: a
+  // FIFO, a folder or a /proc file there is one line, never a wait or a loop.
+  InputChunk in = read_input_chunk(path, "regular file", offset, max_bytes);
   LogChunk chunk;
-  chunk.next_offset = offset;
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return chunk;
-  chunk.exists = true;
-  struct stat st {};
-  if (fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) < offset) {
-    offset = 0;  // truncated or replaced: start over
-  }
-  chunk.data.resize(max_bytes);
-  ssize_t n = pread(fd, chunk.data.data(), max_bytes, static_cast<off_t>(offset));
-  close(fd);
-  chunk.data.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  chunk.next_offset = offset + chunk.data.size();
+  chunk.exists = in.exists;
+  chunk.data = std::move(in.data);
+  chunk.next_offset = in.next_offset;
   return chunk;
 }
 

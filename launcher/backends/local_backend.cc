@@ -230,7 +230,13 @@ JobStatus LocalBackend::status(const std::string& job_id) {
       !local_supervisor_alive(state->supervisor_pid, run_dir)) {
     // It may have written its last state just before exiting: look once more.
     if (auto again = read_local_state(run_dir)) state = again;
-    if (!is_local_final_state(state->state)) {
+    const size_t left =
+        is_local_final_state(state->state) ? 0 : processes_in_session(state->pgid).size();
+    if (left > 0) {
+      // Its processes run on without it: the job has not ended (cancel ends them).
+      state->detail = "the local supervisor died; " + std::to_string(left) +
+                      " process(es) of the job still run (hpclaunch cancel ends them)";
+    } else if (!is_local_final_state(state->state)) {
       state->state = "FAILED";
       state->detail = "local supervisor died";
       if (state->end_time == 0) state->end_time = now_epoch();

@@ -1,5 +1,8 @@
 #include "backends/local_job.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <filesystem>
 #include <vector>
@@ -132,7 +135,20 @@ std::optional<LocalJobState> read_local_state(const std::string& run_dir) {
 }
 
 void write_local_state(const std::string& run_dir, const LocalJobState& state) {
-  write_json_file(run_dir + "/" + kLocalStateFile, state_to_json(state));
+  const std::string path = run_dir + "/" + kLocalStateFile;
+  const std::string text = state_to_json(state).dump(2) + "\n";
+  try {
+    write_file_atomically(path, text);
+    return;
+  } catch (const UserError& e) {
+    // A full disk has no room for the temp file beside it; the old state's own block, freed
+    // by truncating it, takes the new one (a reader may see it half-written: it then reads
+    // nothing and asks again).
+    const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+    const bool written = fd >= 0 && write_all(fd, text);
+    if (fd >= 0) ::close(fd);
+    if (!written) throw BackendError(e.what());
+  }
 }
 
 bool is_local_final_state(const std::string& state) {

@@ -205,6 +205,8 @@ class Supervisor {
     signal_fd_ = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     signal(SIGPIPE, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
+    // A write past a file size limit fails (EFBIG, reported) instead of killing the supervisor.
+    signal(SIGXFSZ, SIG_IGN);
     // Processes the job orphans come to us, not to init: we reap them and they stay countable.
     prctl(PR_SET_CHILD_SUBREAPER, 1);
 
@@ -232,12 +234,22 @@ class Supervisor {
   }
 
   // A state that cannot be written (disk full) is logged; the job goes on regardless.
-  void save() {
+  bool save() {
     try {
       write_local_state(run_dir_, state_);
+      return true;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "hpclaunch supervisor: %s\n", e.what());
+      return false;
     }
+  }
+
+  // The job's last state: a disk that filled up (the job's log) must not leave it RUNNING with
+  // nobody to say otherwise; try again every few seconds, for an hour, while status sees us
+  // alive and the state before.
+  void save_final() {
+    for (int attempt = 0; attempt < 720 && !save(); ++attempt)
+      std::this_thread::sleep_for(std::chrono::seconds(5));
   }
 
   void fail(const std::string& detail) {
@@ -348,6 +360,7 @@ class Supervisor {
     sigprocmask(SIG_SETMASK, &none, nullptr);
     signal(SIGPIPE, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
+    signal(SIGXFSZ, SIG_DFL);
     if (bash[0] == '/')
       execve(bash.c_str(), argv.data(), envp.data());
     else
@@ -475,7 +488,7 @@ class Supervisor {
       state_.detail =
           "requeue refused: " + std::to_string(state_.max_restarts) + " restarts already";
     }
-    save();
+    save_final();
     return false;
   }
 

@@ -9,12 +9,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
 
 #include "backends/ssh_internal.h"
+#include "error.h"
 #include "input_file.h"
 
 namespace hpc {
@@ -62,6 +64,37 @@ SshHost::Deadline SshHost::io_deadline() {
   return Deadline(*watchdog_, ssh_get_fd(session_), options_.io_timeout);
 }
 
+namespace {
+
+// A config file a run.json named is data: none of its lines may run a command here.
+void refuse_commands_in_config(const std::string& path, const std::string& text) {
+  size_t line_no = 0;
+  for (size_t pos = 0; pos <= text.size();) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string::npos) eol = text.size();
+    std::string line = text.substr(pos, eol - pos);
+    pos = eol + 1;
+    ++line_no;
+    std::string lower;
+    for (char c : line) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const size_t first = lower.find_first_not_of(" \t");
+    if (first == std::string::npos || lower[first] == '#') continue;
+    const size_t word_end = lower.find_first_of(" \t=", first);
+    const std::string word = lower.substr(first, word_end - first);
+    const bool runs = word == "proxycommand" || word == "proxyjump" || word == "localcommand" ||
+                      word == "knownhostscommand" || word == "include" ||
+                      (word == "match" && lower.find("exec", first) != std::string::npos);
+    if (!runs) continue;
+    throw UserError(path + ":" + std::to_string(line_no),
+                    "\"" + line.substr(first, word_end - first) +
+                        "\" in the ssh_config that run.json names: a run directory's record is "
+                        "read as data and runs no command",
+                    "pass --ssh-config " + path + " to trust that file for this command");
+  }
+}
+
+}  // namespace
+
 SshHost::SshHost(SshHostOptions options) : options_(std::move(options)) {
   if (options_.host.empty()) {
     throw BackendError(
@@ -72,7 +105,8 @@ SshHost::SshHost(SshHostOptions options) : options_(std::move(options)) {
   // key are input files like any other (common/input_file.h), checked before libssh opens them.
   // `--ssh-config /dev/null` is ssh's own idiom (`ssh -F /dev/null`) for "no config file".
   if (!options_.config_file.empty() && options_.config_file != "/dev/null") {
-    (void)read_input_file(options_.config_file, "SSH config file");
+    const std::string text = read_input_file(options_.config_file, "SSH config file");
+    if (options_.config_from_record) refuse_commands_in_config(options_.config_file, text);
   } else if (const char* home = std::getenv("HOME"); home && *home) {
     const std::string config = std::string(home) + "/.ssh/config";
     if (input_path_present(config)) (void)read_input_file(config, "SSH config file");

@@ -25,10 +25,14 @@ struct SshHostOptions {
   // IdentityFile, UserKnownHostsFile are honoured; ProxyJump and ProxyCommand run the ssh
   // program). StrictHostKeyChecking is not: see accept_new_host_key.
   std::string host;
-  std::string user;              // "": "user@" of `host`, the config's User, or the local user
-  int port = 0;                  // 0: the config's Port, else 22
-  std::string identity_file;     // "": the config's IdentityFile, ssh-agent and ~/.ssh/id_*
-  std::string config_file;       // "": ~/.ssh/config, then /etc/ssh/ssh_config
+  std::string user;           // "": "user@" of `host`, the config's User, or the local user
+  int port = 0;               // 0: the config's Port, else 22
+  std::string identity_file;  // "": the config's IdentityFile, ssh-agent and ~/.ssh/id_*
+  std::string config_file;    // "": ~/.ssh/config, then /etc/ssh/ssh_config
+  // config_file is a path a run directory's record (run.json) named, not the user: it is read
+  // as data (hosts, users, ports, keys); a line that would run a command (ProxyCommand,
+  // ProxyJump, LocalCommand, KnownHostsCommand, Match exec, Include) is refused.
+  bool config_from_record = false;
   std::string known_hosts_file;  // "": the config's UserKnownHostsFile, else ~/.ssh/known_hosts
   // Record the key of a host that known_hosts does not list yet, instead of refusing it.
   // A key that differs from the recorded one is refused always.

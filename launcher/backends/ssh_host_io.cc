@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "backends/ssh_internal.h"
+#include "error.h"
 #include "posix_io.h"
 #include "shell.h"
 #include "text.h"
@@ -374,6 +375,16 @@ LogChunk SshHost::read_file_now(const std::string& target, uint64_t offset, size
   chunk.next_offset = offset;
   Deadline deadline = io_deadline();
   sftp_session s = sftp();
+  // As read_input_chunk here: only a regular file is opened (the server's open() of a FIFO
+  // waits for a writer), a folder or device is one line.
+  s->errnum = SSH_FX_OK;
+  AttributesPtr kind(sftp_stat(s, target.c_str()));
+  if (kind && kind->type != SSH_FILEXFER_TYPE_REGULAR) {
+    throw UserError(target,
+                    kind->type == SSH_FILEXFER_TYPE_DIRECTORY ? "is a directory, not a regular file"
+                                                              : "is not a regular file",
+                    "replace it with a regular file, remove it, or name another");
+  }
   FilePtr f(sftp_open(s, target.c_str(), O_RDONLY, 0));
   if (!f) {
     int code = sftp_status();

@@ -5,6 +5,7 @@
 
 #include "backends/local_backend.h"
 #include "cli/cli.h"
+#include "subprocess.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
@@ -16,5 +17,7 @@ int main(int argc, char** argv) {
   // The CLI: a reader that went away is a write error (EPIPE) it reports in one line and an
   // exit status (run_cli), not a silent death by SIGPIPE.
   signal(SIGPIPE, SIG_IGN);
+  // No command it starts (gnuplot, git, scontrol, shellcheck) outlives a Ctrl-C or a kill.
+  hpc::end_commands_with_this_process();
   return hpc::run_cli(args);
 }

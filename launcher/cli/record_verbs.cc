@@ -51,8 +51,10 @@ VerbHandler define_rerun(CLI::App* verb) {
   verb->add_option("--set", f->request.sets,
                    "override a key of the saved spec: --set trainer.args='[...]' (repeatable)")
       ->take_all();
-  verb->add_flag("--force", f->request.force,
-                 "rerun even though the program's code changed since (one line says what)");
+  verb->add_flag(
+      "--force", f->request.force,
+      "rerun even though the program's code or the saved spec.json changed since (one line "
+      "says what)");
   verb->add_option("--template", f->request.template_file,
                    "mustache template (default: the built-in one)");
   verb->add_flag("--no-follow", f->no_follow, "submit, print the job id and return (as submit)");

@@ -16,6 +16,7 @@
 #include "atomic_file.h"
 #include "follow/hang.h"
 #include "follow/run_record.h"
+#include "shell.h"
 
 namespace hpc {
 namespace {
@@ -110,6 +111,7 @@ class Follower {
   std::string unreachable_;
   std::chrono::steady_clock::time_point unreachable_since_;
   int failed_polls_ = 0;
+  std::string unreachable_error_;  // the last "cannot reach the scheduler", for logs without -f
   bool output_closed_ = false;
   LogTail stdout_, stderr_;
   uint64_t metrics_offset_ = 0;
@@ -194,6 +196,7 @@ void Follower::poll_state() {
     if (!o_.follow && o_.known_stdout_path.empty() &&
         (!dynamic_cast<const BackendUnreachable*>(&e) || ++failed_polls_ >= o_.unreachable_tries))
       throw;
+    if (dynamic_cast<const BackendUnreachable*>(&e)) unreachable_error_ = e.what();
     // A controller restart or network blip: keep following, say so once a minute.
     auto now = std::chrono::steady_clock::now();
     if (unreachable_.empty() || now - unreachable_since_ > std::chrono::seconds(60)) {
@@ -543,7 +546,11 @@ int Follower::run() {
       stdout_.path = o_.known_stdout_path;  // scheduler unreachable: the log is still here
       drain_logs();
       emit_lines(stdout_, "", out_, true);
-      return 0;
+      if (unreachable_error_.empty()) return 0;
+      // The log is shown, but the job's state is not known: an unreachable cluster is 69.
+      err_ << "hpclaunch: error: " << printable_first_line(unreachable_error_)
+           << " (the log above is what the run directory holds)\n";
+      return kExitUnreachable;
     }
     drain_logs();
     if (output_closed_) {

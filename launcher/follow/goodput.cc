@@ -59,9 +59,16 @@ int count_of(const json& j, const char* key) {
   return ec == std::errc() && end == s.data() + s.size() && v > 0 ? v : 0;
 }
 
+constexpr double kLatestTime = 1e10;
+
 double time_of(const json& j, const std::string& where) {
   auto t = number(j, "time");
   if (!t) throw UserError(where, "has no \"time\" (Unix seconds)", "remove or fix that line");
+  // Unix seconds of a job the batch script ran: never before 1970, never past 2286. What is
+  // outside would reach the plot as a bar gnuplot refuses.
+  if (!(*t >= 0 && *t <= kLatestTime))
+    throw UserError(where, fmt::format("\"time\" is {}, not Unix seconds of a run", *t),
+                    "remove or fix that line (the batch script writes date +%s.%N)");
   return *t;
 }
 
@@ -120,6 +127,10 @@ std::vector<TimelineRun> parse_timeline(const std::string& jsonl, const std::str
       return;  // its start was not recorded (a template without the timeline): nothing to hang it
                // on
     TimelineRun& r = runs.back();
+    if (t < r.start)
+      throw UserError(where,
+                      fmt::format("\"time\" is {}, before the start of its run ({})", t, r.start),
+                      "remove or fix that line: a run's " + event + " comes after its start");
     if (event == "stop") {
       if (!r.stop) {
         r.stop = t;

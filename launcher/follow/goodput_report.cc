@@ -6,8 +6,9 @@
 #include <fmt/core.h>
 
 #include "atomic_file.h"
-#include "follow/throughput.h"
 #include "error.h"
+#include "follow/throughput.h"
+#include "input_file.h"
 #include "shell.h"
 #include "subprocess.h"
 
@@ -17,20 +18,27 @@ namespace hpc {
 
 namespace {
 
-constexpr uint64_t kMaxRunFileBytes = uint64_t{256} << 20;
+// What the batch script and hpctrain write, with room: timeline.jsonl has two or three lines of
+// about 200 bytes per run (16 MiB: some 30,000 requeues); metrics.jsonl a line per step.
+constexpr uint64_t kMaxTimelineBytes = uint64_t{16} << 20;
+constexpr uint64_t kMaxMetricsBytes = uint64_t{256} << 20;
+// A timeline plot draws a bar per run: past this many, the text report sums them up alone.
+constexpr size_t kMaxPlottedRuns = 2000;
 
-// A file of the run directory on the backend's host, whole; nullopt when it is not there.
-std::optional<std::string> read_run_file(Backend& backend, const std::string& path) {
+// A file of the run directory on the backend's host, whole (read_log: a regular file, never a
+// FIFO, a folder or a /proc file); nullopt when it is not there.
+std::optional<std::string> read_run_file(Backend& backend, const std::string& path,
+                                         uint64_t max_bytes) {
   std::string text;
   uint64_t offset = 0;
   for (;;) {
     LogChunk chunk = backend.read_log(path, offset, 4 << 20);
     if (!chunk.exists) return offset == 0 ? std::nullopt : std::optional<std::string>(text);
-    if (chunk.data.empty()) break;
+    if (chunk.data.empty() || chunk.next_offset < offset) break;  // the end, or truncated
     text += chunk.data;
     offset = chunk.next_offset;
-    if (text.size() > kMaxRunFileBytes)
-      throw UserError(path, fmt::format("is larger than {} MiB", kMaxRunFileBytes >> 20),
+    if (text.size() > max_bytes)
+      throw UserError(path, fmt::format("is larger than {} MiB", max_bytes >> 20),
                       "this is not a file the batch script or hpctrain wrote; check the run");
   }
   return text;
@@ -175,7 +183,7 @@ std::vector<std::string> write_goodput_plot(const fs::path& base, const GoodputR
 
 bool names_a_run(const std::string& arg, const BackendChoice& choice) {
   std::error_code ec;
-  if (fs::is_regular_file(fs::path(arg) / "run.json", ec)) return true;
+  if (input_path_present(fs::path(arg) / "run.json")) return true;  // the reader says the rest
   if (fs::exists(fs::symlink_status(arg, ec))) return false;  // a path: a sweep's, or nothing's
   if (is_job_id(arg)) return true;
   return find_run(choice.runs_dir, arg).has_value();
@@ -198,7 +206,7 @@ int report_run(const std::string& job, const BackendChoice& choice,
   OpenedRun run = open_run(job, choice);
   const RunRecord& record = run.record;
   const std::string timeline_path = record.run_dir + "/timeline.jsonl";
-  const auto timeline_text = read_run_file(*run.backend, timeline_path);
+  const auto timeline_text = read_run_file(*run.backend, timeline_path, kMaxTimelineBytes);
   if (!timeline_text)
     throw UserError(timeline_path, "no timeline in the run directory",
                     "check that the job has started (hpclaunch status); a job whose batch script "
@@ -206,7 +214,7 @@ int report_run(const std::string& job, const BackendChoice& choice,
   const auto timeline = parse_timeline(*timeline_text, timeline_path);
   const std::string metrics_path = record.run_dir + "/metrics.jsonl";
   std::optional<MetricsEvents> metrics;
-  if (auto text = read_run_file(*run.backend, metrics_path))
+  if (auto text = read_run_file(*run.backend, metrics_path, kMaxMetricsBytes))
     metrics = parse_metrics_events(*text, metrics_path);
 
   RunFacts facts{record.job_id, record.name, record.launch, record.submitted_at, record.world_size};
@@ -226,7 +234,10 @@ int report_run(const std::string& job, const BackendChoice& choice,
   }
   if (base.extension() == ".png" || base.extension() == ".svg") base.replace_extension();
   std::vector<std::string> written;
-  const auto problems = write_goodput_plot(base, report, metrics ? &*metrics : nullptr, written);
+  std::vector<std::string> problems;
+  const bool too_many = report.runs.size() > kMaxPlottedRuns;
+  if (!too_many)
+    problems = write_goodput_plot(base, report, metrics ? &*metrics : nullptr, written);
 
   if (options.as_json) {
     nlohmann::json j = goodput_json(report);
@@ -235,6 +246,9 @@ int report_run(const std::string& job, const BackendChoice& choice,
   } else {
     std::cout << goodput_text(report);
   }
+  if (too_many)
+    std::cerr << "hpclaunch: " << report.runs.size() << " runs: more than the " << kMaxPlottedRuns
+              << " a timeline plot draws; no plot (the report sums them up)\n";
   for (const auto& f : written) std::cerr << "hpclaunch: wrote " << f << "\n";
   for (const auto& p : problems) std::cerr << "hpclaunch: " << comment_text(p) << "\n";
   return problems.empty() || report.runs.empty() ? 0 : 1;

@@ -206,6 +206,22 @@ TEST_CASE("goodput readers refuse a line that is not a JSON object, naming file 
   CHECK(old.steps.empty());
 }
 
+// Issue 35: gnuplot refused the script these made; they are named before anything is drawn.
+TEST_CASE("goodput readers refuse times that cannot be a run's, naming file and line") {
+  CHECK_THROWS_WITH(parse_timeline(R"({"event":"start","time":-5})"
+                                   "\n",
+                                   "tl.jsonl"),
+                    Contains("tl.jsonl:1: \"time\" is -5"));
+  CHECK_THROWS_WITH(parse_timeline(R"({"event":"start","time":1e300})"
+                                   "\n",
+                                   "tl.jsonl"),
+                    Contains("tl.jsonl:1: \"time\" is 1e+300"));
+  CHECK_THROWS_WITH(parse_timeline(start(100, 0) + end(50, 0, "completed", 0, ""), "tl.jsonl"),
+                    Contains("tl.jsonl:2: \"time\"") && Contains("before the start of its run"));
+  CHECK_THROWS_WITH(parse_timeline(start(100, 0) + event("stop", 10, 0, ""), "tl.jsonl"),
+                    Contains("tl.jsonl:2:") && Contains("a run's stop comes after its start"));
+}
+
 TEST_CASE("goodput helpers: Slurm's CPUs per node, ISO 8601 times") {
   CHECK(sum_cpus_per_node("4(x2),2") == 10);
   CHECK(sum_cpus_per_node("16") == 16);

@@ -16,12 +16,12 @@
 #include "backends/preflight.h"
 #include "backends/slurm_backend.h"
 #include "backends/ssh_host.h"
-#include "version.h"
 #include "error.h"
 #include "follow/excluded_nodes.h"
 #include "follow/follow.h"
 #include "shell.h"
 #include "subprocess.h"
+#include "version.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -124,6 +124,7 @@ std::unique_ptr<Host> make_login_host(const BackendChoice& choice) {
   SshHostOptions o;
   o.host = choice.host;
   o.config_file = choice.ssh_config;
+  o.config_from_record = choice.ssh_config_from_record;
   o.known_hosts_file = choice.known_hosts;
   o.accept_new_host_key = choice.accept_new_host_key;
   auto host = std::make_unique<SshHost>(o);
@@ -293,6 +294,7 @@ int submit_and_follow(const Spec& spec, const std::string& script, const Backend
   auto backend = make_backend(choice);
   if (options.preflight) preflight_before_submit(*backend, spec);  // bad input: exit 2
   RunRecord record = submit_job(*backend, spec, script, choice, command, options.rerun_of);
+  if (!options.submitted_note.empty()) std::cerr << options.submitted_note << "\n";
 
   std::cerr << "hpclaunch: submitted job " << record.job_id << " (" << spec.preset << ", "
             << spec.world_size() << " ranks, "
@@ -363,7 +365,10 @@ OpenedRun open_run(const std::string& job, const BackendChoice& choice) {
   c.kind = record->backend;
   if (c.kind == "ssh") {
     if (c.host.empty()) c.host = record->ssh_target;
-    if (c.ssh_config.empty()) c.ssh_config = record->ssh_config;
+    if (c.ssh_config.empty()) {
+      c.ssh_config = record->ssh_config;
+      c.ssh_config_from_record = !c.ssh_config.empty();
+    }
     if (c.known_hosts.empty()) c.known_hosts = record->known_hosts;
   }
   // A local job is found through the runs root that holds its run directory.
@@ -476,7 +481,11 @@ int cancel_job(const std::string& job, const BackendChoice& choice) {
 }
 
 int list_jobs(const BackendChoice& choice, bool as_json, bool with_state) {
-  auto runs = list_runs(absolute_runs_root(choice.runs_dir));
+  std::vector<std::string> problems;
+  auto runs = list_runs(absolute_runs_root(choice.runs_dir), &problems);
+  // A run directory whose record cannot be read is named, not silently left out.
+  for (const auto& p : problems)
+    std::cerr << "hpclaunch: warning: left out of the list: " << comment_text(p) << "\n";
   if (as_json) {
     json all = json::array();
     for (const auto& r : runs) {
@@ -505,7 +514,10 @@ int list_jobs(const BackendChoice& choice, bool as_json, bool with_state) {
         BackendChoice c = choice;
         c.kind = r.backend;
         c.host = r.ssh_target;
-        c.ssh_config = r.ssh_config;
+        if (c.ssh_config.empty()) {
+          c.ssh_config = r.ssh_config;
+          c.ssh_config_from_record = !c.ssh_config.empty();
+        }
         c.known_hosts = r.known_hosts;
         if (c.kind == "local" && !r.run_dir.empty())
           c.runs_dir = fs::path(r.run_dir).parent_path().string();

@@ -18,9 +18,12 @@ namespace hpc {
 
 // Which backend, and how to reach it.
 struct BackendChoice {
-  std::string kind;         // "slurm", "ssh", "local"; "" = slurm if sbatch is here, else error
-  std::string host;         // ssh: host or ~/.ssh/config alias
-  std::string ssh_config;   // ssh: config file (default ~/.ssh/config)
+  std::string kind;        // "slurm", "ssh", "local"; "" = slurm if sbatch is here, else error
+  std::string host;        // ssh: host or ~/.ssh/config alias
+  std::string ssh_config;  // ssh: config file (default ~/.ssh/config)
+  // ssh_config came from a run.json, not from --ssh-config: read as data, no command in it runs
+  // (SshHostOptions::config_from_record; docs/security.md).
+  bool ssh_config_from_record = false;
   std::string known_hosts;  // ssh: known_hosts file (default ~/.ssh/known_hosts)
   bool accept_new_host_key = false;
   std::string runs_dir = "runs";  // run records on this machine (and the run dirs, but for ssh)
@@ -47,6 +50,9 @@ struct RunOptions {
   // (backends/preflight.h); a mismatch is bad input, nothing is submitted. --no-preflight.
   bool preflight = true;
   std::string rerun_of;  // hpclaunch rerun: the run directory repeated (run.json's rerun_of)
+  // A line said once the job is submitted (rerun: which spec it ran): a submission that fails
+  // is then one line, its error, alone.
+  std::string submitted_note;
 };
 
 // Submits a rendered spec through `backend` and writes its run record (run.json, and for ssh a

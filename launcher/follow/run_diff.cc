@@ -6,8 +6,8 @@
 
 #include <fmt/core.h>
 
-#include "follow/throughput.h"
 #include "follow/program_state.h"
+#include "follow/throughput.h"
 #include "input_file.h"
 #include "json_file.h"
 #include "shell.h"
@@ -220,6 +220,14 @@ RunSnapshot load_run_snapshot(const RunRecord& record) {
   const fs::path dir = record.local_dir;
   try {
     s.spec = read_json_file(dir / "spec.json");
+    if (!s.spec.is_object()) {
+      s.spec_problem = (dir / "spec.json").string() + ": is " +
+                       (s.spec.is_array()  ? "an array"
+                        : s.spec.is_null() ? "null"
+                                           : "not an object") +
+                       ", not a spec";
+      s.spec = nlohmann::json::object();
+    }
   } catch (const std::exception& e) {
     s.spec_problem = printable_first_line(e.what());
   }

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "atomic_file.h"
+#include "error.h"
 #include "input_file.h"
 #include "json_file.h"
 
@@ -93,39 +94,92 @@ void write_run_record(const RunRecord& record) {
   write_file_atomically(fs::path(record.local_dir) / "run.json", record.to_json().dump(2) + "\n");
 }
 
-std::vector<RunRecord> list_runs(const std::string& runs_root) {
-  std::vector<RunRecord> runs;
+namespace {
+
+std::string kind_of(const json& j) {
+  if (j.is_array()) return "an array";
+  if (j.is_null()) return "null";
+  if (j.is_string()) return "a string";
+  if (j.is_boolean()) return "a boolean";
+  return "a number";
+}
+
+}  // namespace
+
+RunRecord read_run_record(const fs::path& dir) {
+  const fs::path file = dir / "run.json";
+  const json j = read_json_file(file);  // a regular file, at most 4 MiB, no NUL byte
+  const std::string fix = "fix the file or remove that run directory";
+  if (!j.is_object())
+    throw UserError(file.string(), "is " + kind_of(j) + ", not a run record (a JSON object)", fix);
+  RunRecord r;
+  try {
+    r = RunRecord::from_json(j);
+  } catch (const json::exception& e) {
+    throw UserError(file.string(), "a field has the wrong type (" + std::string(e.what()) + ")",
+                    fix);
+  }
+  r.local_dir = dir.string();
+  return r;
+}
+
+namespace {
+
+// The runs under runs_root, and the run directories whose run.json is there but unreadable
+// (with the reader's one line about it).
+void scan_runs(const std::string& runs_root, std::vector<RunRecord>& runs,
+               std::vector<std::pair<fs::path, std::string>>& bad) {
   std::error_code ec;
   for (fs::directory_iterator it(runs_root, ec), end; !ec && it != end; it.increment(ec)) {
-    fs::path file = it->path() / "run.json";
-    if (!fs::is_regular_file(file, ec)) continue;
+    if (!input_path_present(it->path() / "run.json")) continue;  // not a run directory
     try {
-      RunRecord r = RunRecord::from_json(read_json_file(file));
-      r.local_dir = it->path().string();
-      runs.push_back(std::move(r));
-    } catch (const std::exception&) {
-      // A half-written or foreign directory: not a run.
+      runs.push_back(read_run_record(it->path()));
+    } catch (const UserError& e) {
+      bad.emplace_back(it->path(), e.what());
     }
   }
   std::sort(runs.begin(), runs.end(), [](const RunRecord& a, const RunRecord& b) {
     return a.submitted_at != b.submitted_at ? a.submitted_at < b.submitted_at
                                             : a.local_dir < b.local_dir;
   });
+}
+
+}  // namespace
+
+std::vector<RunRecord> list_runs(const std::string& runs_root, std::vector<std::string>* problems) {
+  std::vector<RunRecord> runs;
+  std::vector<std::pair<fs::path, std::string>> bad;
+  scan_runs(runs_root, runs, bad);
+  if (problems)
+    for (auto& [dir, why] : bad) problems->push_back(why);
   return runs;
 }
 
 std::optional<RunRecord> find_run(const std::string& runs_root, const std::string& job) {
-  std::error_code ec;
-  if (fs::is_regular_file(fs::path(job) / "run.json", ec)) {
-    RunRecord r = RunRecord::from_json(read_json_file(fs::path(job) / "run.json"));
+  // A path to a run directory: its record, or what is wrong with it.
+  if (!job.empty() && input_path_present(fs::path(job) / "run.json")) {
+    RunRecord r = read_run_record(job);
     r.local_dir = job;
     return r;
   }
+  std::vector<RunRecord> runs;
+  std::vector<std::pair<fs::path, std::string>> bad;
+  scan_runs(runs_root, runs, bad);
   std::optional<RunRecord> found;
-  for (auto& r : list_runs(runs_root)) {
+  for (auto& r : runs) {
     if (r.job_id == job || fs::path(r.local_dir).filename() == job) found = r;  // newest wins
   }
-  return found;
+  if (found) return found;
+  // A run directory named for the job (NAME-JOBID, or the name given) whose run.json cannot be
+  // read: say so, not "no run of that job id".
+  for (auto& [dir, why] : bad) {
+    const std::string name = dir.filename().string();
+    const std::string suffix = "-" + job;
+    if (name == job || (name.size() > suffix.size() &&
+                        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0))
+      throw UserError(why);
+  }
+  return std::nullopt;
 }
 
 namespace {

@@ -2,6 +2,7 @@
 // again for status/logs/cancel. Lives in the local run directory: runs/<name>-<job id>/.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,11 +55,19 @@ struct RunRecord {
 void write_run_record(const RunRecord& record);
 
 // Finds the run for `job` (a job id, a run directory name, or a path to one) under runs_root.
-// With several runs of one job id (different backends), the newest wins.
+// With several runs of one job id (different backends), the newest wins. Throws UserError when
+// `job` is a run directory, or names one (NAME-JOBID), whose run.json cannot be read.
 std::optional<RunRecord> find_run(const std::string& runs_root, const std::string& job);
 
-// All runs under runs_root, oldest first.
-std::vector<RunRecord> list_runs(const std::string& runs_root);
+// All runs under runs_root, oldest first. A run directory whose run.json is there but cannot be
+// read (not a regular file, over 4 MiB, bad JSON, not an object) is left out, and its one line
+// added to `problems`.
+std::vector<RunRecord> list_runs(const std::string& runs_root,
+                                 std::vector<std::string>* problems = nullptr);
+
+// <dir>/run.json through the input reader (json_file.h), checked to be a JSON object. Throws
+// UserError naming the file and what is wrong with it.
+RunRecord read_run_record(const std::filesystem::path& dir);
 
 // The state a job ended in, as `run`, `logs -f` or `status` last saw it, kept in
 // <local_dir>/final_state so that `list` shows it without asking the scheduler once per row.
@@ -68,6 +77,5 @@ void write_final_state(const std::string& local_dir, const std::string& state);
 std::string read_final_state(const std::string& local_dir);  // "" when none was kept
 
 std::string utc_now_iso8601();
-
 
 }  // namespace hpc
