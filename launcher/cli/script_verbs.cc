@@ -16,6 +16,7 @@
 #include "error.h"
 #include "input_file.h"
 #include "json_file.h"
+#include "render/script_diff.h"
 #include "shell.h"
 #include "subprocess.h"
 
@@ -106,7 +107,21 @@ std::vector<std::string> check_script(const fs::path& script, const std::string&
 struct RenderFlags {
   SelectionFlags selection;
   std::string output, spec_out;
+  std::string diff_with;  // --diff FILE
 };
+
+// render --diff FILE: the job parts of FILE and of this render, as a unified diff on stdout.
+void print_job_diff(const std::string& file, const std::string& script) {
+  const std::string old_script = read_input_file(file, "--diff");
+  const std::string diff = job_diff(old_script, file, script, "this render");
+  if (diff.empty())
+    std::cout << "hpclaunch: " << file << " runs the same job (nothing differs above the job "
+              << "library)\n";
+  std::cout << diff;
+  if (!same_job_library(old_script, script))
+    std::cout << "hpclaunch: the job libraries differ too: " << file
+              << " was rendered by another version of hpclaunch (diff the whole files)\n";
+}
 
 int run_render(const RenderFlags& f, const Invocation& in) {
   Rendered r = render_selection(f.selection, in.trainer_args, in.command);
@@ -138,6 +153,10 @@ int run_render(const RenderFlags& f, const Invocation& in) {
   if (!f.spec_out.empty()) spec_file.emplace(f.spec_out, r.spec.canonical_json());
   if (script_file) script_file->commit();
   if (spec_file) spec_file->commit();
+  if (!f.diff_with.empty()) {
+    print_job_diff(f.diff_with, r.script);
+    if (f.output.empty()) return 0;
+  }
   if (f.output.empty()) {
     std::cout << r.script;
   } else {
@@ -235,9 +254,14 @@ VerbHandler define_render(CLI::App* verb) {
   verb->add_option("-o,--output", f->output,
                    "write the script here (atomically) instead of stdout");
   verb->add_option("--spec-out", f->spec_out, "also write the resolved spec (JSON) here");
+  verb->add_option("--diff", f->diff_with,
+                   "show what differs between the job of FILE (a script rendered before) and "
+                   "this one, instead of printing the script")
+      ->type_name("FILE");
   verb->footer(
       "Example: hpclaunch render --preset 1n2g --strategy ddp -o job.sbatch -- --model tiny "
-      "--max-steps 5");
+      "--max-steps 5\n"
+      "         hpclaunch render --preset 2n4g --strategy ddp --diff job.sbatch");
   return [f](const Invocation& in) { return run_render(*f, in); };
 }
 
