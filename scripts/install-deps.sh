@@ -23,6 +23,7 @@ launcher_pkgs=(
   build-essential cmake ccache pkg-config
   nlohmann-json3-dev libcli11-dev libfmt-dev libkainjow-mustache-dev catch2 libssh-dev
   libssl-dev # libcrypto: SHA-256 of the spec and of checkpoint shards
+  libre2-dev # RE2: linear-time regular expressions for logs and a sweep's metric regex
   shellcheck gnuplot-nox
   libxml2-utils # xmllint: the sweep tests check that the SVG plots parse
   # The fuzz targets (fuzz/, scripts/fuzz.sh): clang++, its libFuzzer and sanitizer runtimes

@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <optional>
-#include <regex>
 #include <set>
+
+#include <re2/re2.h>
 
 #include "backends/slurm_backend.h"
 #include "shell.h"
@@ -365,12 +366,14 @@ void test_only(Host& host, const std::string& script, PreflightReport& report) {
 
 std::map<std::string, std::string> parse_slurm_fields(const std::string& line) {
   std::map<std::string, std::string> kv;
-  static const std::regex key(R"((?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=)");
+  // RE2: linear in the line's length (a partition's line may list thousands of nodes).
+  static const RE2 key(R"((?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=)", RE2::Latin1);
   std::vector<std::pair<size_t, std::pair<size_t, std::string>>> keys;  // value start, key
-  for (auto it = std::sregex_iterator(line.begin(), line.end(), key); it != std::sregex_iterator();
-       ++it) {
-    const size_t start = static_cast<size_t>(it->position(0));
-    keys.push_back({start, {start + static_cast<size_t>(it->length(0)), (*it)[1].str()}});
+  re2::StringPiece m[2];
+  for (size_t at = 0; key.Match(line, at, line.size(), RE2::UNANCHORED, m, 2);) {
+    const size_t start = static_cast<size_t>(m[0].data() - line.data());
+    at = start + m[0].size();
+    keys.push_back({start, {at, std::string(m[1].data(), m[1].size())}});
   }
   for (size_t i = 0; i < keys.size(); ++i) {
     const size_t from = keys[i].second.first;

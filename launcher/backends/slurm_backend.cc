@@ -14,9 +14,10 @@
 #include <climits>
 #include <cstdlib>
 #include <random>
-#include <regex>
 #include <sstream>
 #include <thread>
+
+#include <re2/re2.h>
 
 extern char** environ;
 
@@ -95,13 +96,14 @@ JobStatus parse_scontrol_job(const std::string& line) {
   // Keys are words followed by '='; a value runs to the next " Key=" (values may hold spaces,
   // e.g. Reason or paths, but never " Word=").
   std::map<std::string, std::string> kv;
-  static const std::regex key(R"((?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=)");
-  std::vector<std::pair<size_t, std::smatch>> keys;
-  auto begin = std::sregex_iterator(line.begin(), line.end(), key);
+  // RE2: linear in the line's length (scontrol's line of a job with a long command or node list).
+  static const RE2 key(R"((?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=)", RE2::Latin1);
   std::vector<std::tuple<std::string, size_t, size_t>> spans;  // name, value start, match start
-  for (auto it = begin; it != std::sregex_iterator(); ++it) {
-    size_t match_start = static_cast<size_t>(it->position(0));
-    spans.emplace_back((*it)[1].str(), match_start + it->length(0), match_start);
+  re2::StringPiece m[2];
+  for (size_t at = 0; key.Match(line, at, line.size(), RE2::UNANCHORED, m, 2);) {
+    const size_t match_start = static_cast<size_t>(m[0].data() - line.data());
+    at = match_start + m[0].size();
+    spans.emplace_back(std::string(m[1].data(), m[1].size()), at, match_start);
   }
   for (size_t i = 0; i < spans.size(); ++i) {
     size_t value_start = std::get<1>(spans[i]);

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <re2/re2.h>
+
 #include "error.h"
 #include "shell.h"
 
@@ -13,34 +15,59 @@ namespace hpc {
 
 LogMetric make_log_metric(const std::string& pattern, const std::string& where) {
   const std::string fix =
-      "write an ECMAScript regular expression whose first group is the number, e.g. "
+      "write an RE2 regular expression (no backreferences or lookaround: "
+      "https://github.com/google/re2/wiki/Syntax) whose first group is the number, e.g. "
       "\"tokens/s: ([0-9.]+)\" (in JSON, a backslash is written \\\\)";
   if (pattern.empty()) throw UserError(where, "the regular expression is empty", fix);
-  try {
-    return LogMetric{pattern, std::regex(pattern, std::regex::ECMAScript)};
-  } catch (const std::regex_error& e) {
-    throw UserError(
-        where,
-        "\"" + comment_text(pattern) + "\" is not a valid regular expression (" + e.what() + ")",
-        fix);
+  RE2::Options options;
+  options.set_log_errors(false);  // the error is ours to report, on one line
+  auto regex = std::make_shared<const RE2>(pattern, options);
+  if (!regex->ok()) {
+    throw UserError(where,
+                    "\"" + comment_text(pattern) + "\" is not a valid regular expression (RE2: " +
+                        comment_text(regex->error()) + ")",
+                    fix);
   }
+  return LogMetric{pattern, std::move(regex)};
 }
 
+namespace {
+
+// Reads `digits` at `at` (1 to 7 of them, as a rank is written) into `value`; advances `at`.
+bool read_label_number(const std::string& s, size_t& at, int& value) {
+  size_t end = at;
+  while (end < s.size() && end - at < 8 && s[end] >= '0' && s[end] <= '9') ++end;
+  if (end == at || end - at > 7) return false;
+  value = std::atoi(s.substr(at, end - at).c_str());
+  at = end;
+  return true;
+}
+
+}  // namespace
+
+// Scanned by hand, in one pass: a log line may be megabytes long.
 LabelledLine split_rank_label(const std::string& line) {
-  // srun --label: optional padding, digits, ": ".
-  static const std::regex srun_label(R"(^\s*([0-9]{1,7}): ?)");
-  // torch's global-rank prefix ("[rank3]:", as in its error reports and log_line_prefix_template).
-  static const std::regex torch_rank(R"(^\[rank([0-9]{1,7})\]: ?)");
   LabelledLine out{-1, -1, line};
-  std::smatch m;
-  if (std::regex_search(line, m, srun_label)) {
-    out.srun_label = std::atoi(m[1].str().c_str());
-    out.text = m.suffix();
+  // srun --label: optional padding, 1 to 7 digits, ':', an optional space.
+  size_t at = line.find_first_not_of(" \t\v\f\r");
+  int value = 0;
+  if (at != std::string::npos && read_label_number(line, at, value) && at < line.size() &&
+      line[at] == ':') {
+    ++at;
+    if (at < line.size() && line[at] == ' ') ++at;
+    out.srun_label = value;
+    out.text = line.substr(at);
   }
-  std::string rest = out.text;
-  if (std::regex_search(rest, m, torch_rank)) {
-    out.torch_rank = std::atoi(m[1].str().c_str());
-    out.text = m.suffix();
+  // torch's global-rank prefix ("[rank3]:", as in its error reports and log_line_prefix_template).
+  const std::string& rest = out.text;
+  static const std::string open = "[rank";
+  at = open.size();
+  if (rest.compare(0, open.size(), open) == 0 && read_label_number(rest, at, value) &&
+      rest.compare(at, 2, "]:") == 0) {
+    at += 2;
+    if (at < rest.size() && rest[at] == ' ') ++at;
+    out.torch_rank = value;
+    out.text = rest.substr(at);
   }
   return out;
 }
@@ -64,15 +91,20 @@ std::optional<double> last_metric_value(const LogMetric& metric, const std::stri
     if (!line.empty() && line.back() == '\r') line.pop_back();
     LabelledLine l = split_rank_label(line);
     if (!printed_by_rank0(l, labels)) continue;
-    std::smatch m;
-    if (!std::regex_search(l.text, m, metric.regex)) continue;
-    std::string figure = m.size() > 1 && m[1].matched ? m[1].str() : m[0].str();
+    re2::StringPiece groups[2];  // the whole match, group 1
+    const int wanted = metric.regex->NumberOfCapturingGroups() > 0 ? 2 : 1;
+    if (!metric.regex->Match(l.text, 0, l.text.size(), RE2::UNANCHORED, groups, wanted))
+      continue;
+    const re2::StringPiece& caught = wanted == 2 && groups[1].data() ? groups[1] : groups[0];
+    std::string figure(caught.data(), caught.size());
     errno = 0;
     char* end = nullptr;
     double v = std::strtod(figure.c_str(), &end);
     if (figure.empty() || end != figure.c_str() + figure.size() || errno == ERANGE ||
         !std::isfinite(v)) {
-      throw std::runtime_error("line " + std::to_string(number) + ": \"" + comment_text(figure) +
+      // What was caught may be a whole long line: its start is enough to see what went wrong.
+      const std::string shown = figure.size() > 80 ? figure.substr(0, 80) + "..." : figure;
+      throw std::runtime_error("line " + std::to_string(number) + ": \"" + comment_text(shown) +
                                "\" (what the regex caught) is not a number");
     }
     value = v;

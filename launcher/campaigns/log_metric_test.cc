@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -71,6 +72,36 @@ TEST_CASE("a bad regex is one line naming where it came from", "[log_metric]") {
     FAIL("no error");
   } catch (const UserError& e) {
     CHECK(std::string(e.what()).find('\n') == std::string::npos);
+  }
+}
+
+TEST_CASE("RE2: linear time on long lines, its syntax refused in one line", "[log_metric]") {
+  // std::regex overflowed its stack on a 200 KB line with these, and took 81 s for (a+)+$.
+  const std::string long_line = std::string(200000, 'a') + " tps 42";
+  for (const char* pattern : {".*tps ([0-9]+)", "(a|b)*x", "(a+)+$", "(?:a*)*b"}) {
+    LogMetric m = make_log_metric(pattern, "--metric-regex");
+    auto started = std::chrono::steady_clock::now();
+    std::optional<double> v = last_metric_value(m, "0: " + long_line + "\n");
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(2));
+    if (std::string(pattern) == ".*tps ([0-9]+)") CHECK(v == std::optional<double>(42));
+  }
+  LogMetric nested = make_log_metric("(a+)+$", "--metric-regex");
+  CHECK_FALSE(last_metric_value(nested, std::string(30, 'a') + "b\n"));
+  // The labels of a line that is all padding, or all digits, are read in one pass too.
+  CHECK(split_rank_label(std::string(300000, ' ') + "0: x").srun_label == 0);
+  CHECK(split_rank_label(std::string(300000, '1') + ": x").srun_label == -1);
+  // What RE2 does not accept: one line naming the flag, the syntax and where it is described.
+  for (const char* pattern : {"(a)\\1", "tps (?=[0-9])", "(?<=x)y"}) {
+    try {
+      make_log_metric(pattern, "--metric-regex");
+      FAIL("no error for " << pattern);
+    } catch (const UserError& e) {
+      const std::string what = e.what();
+      CHECK(what.find('\n') == std::string::npos);
+      CHECK_THAT(what, Catch::StartsWith("--metric-regex: \""));
+      CHECK_THAT(what, Catch::Contains("is not a valid regular expression (RE2: "));
+      CHECK_THAT(what, Catch::Contains("https://github.com/google/re2/wiki/Syntax"));
+    }
   }
 }
 

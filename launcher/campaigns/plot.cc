@@ -254,11 +254,22 @@ void check_report_outputs(const fs::path& dir, const std::vector<ResultRow>& row
 // Text for summary.md: shown as written, never read as Markdown or HTML. Control characters
 // are shown escaped (\n), and every character that could start markup inside a line (a code
 // span, emphasis, a link or image, an HTML tag or entity, a cell border, strikethrough, math)
-// is backslash-escaped (CommonMark: any ASCII punctuation may be).
+// is backslash-escaped (CommonMark: any ASCII punctuation may be). So are the characters that
+// make a bare URL a link in GitHub's Markdown and its kin (autolinks: "https://", "www.", an
+// address's '@'): a message's https\://example.org shows as written, not as a link (issue 35).
 std::string markdown_text(const std::string& s) {
+  const std::string text = comment_text(s);
   std::string out;
-  for (char c : comment_text(s)) {
-    if (std::string_view("\\`*_[]<>|~&$").find(c) != std::string_view::npos) out += '\\';
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    bool escape = std::string_view("\\`*_[]<>|~&$:@").find(c) != std::string_view::npos;
+    // The '.' of "www." at the start of a word.
+    if (c == '.' && i >= 3 && (i == 3 || !std::isalnum(static_cast<unsigned char>(text[i - 4])))) {
+      std::string w = text.substr(i - 3, 3);
+      for (auto& ch : w) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      escape = escape || w == "www";
+    }
+    if (escape) out += '\\';
     out += c;
   }
   return out;

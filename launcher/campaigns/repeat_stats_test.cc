@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "campaigns/plot.h"
 #include "campaigns/repeat_stats.h"
 
 using namespace hpc;
@@ -82,4 +83,13 @@ TEST_CASE("series are compared separately", "[sweep][stats]") {
   CHECK(*stats[1].speedup == Approx(1.5));
   CHECK(*stats[3].speedup == Approx(2.0));
   CHECK(*stats[3].efficiency == Approx(1.0));
+}
+
+TEST_CASE("summary.md text: markup and bare links stay text", "[summary]") {
+  CHECK(markdown_text("see https://evil.example/x") == "see https\\://evil.example/x");
+  CHECK(markdown_text("www.evil.example and WWW.x.org") == "www\\.evil.example and WWW\\.x.org");
+  CHECK(markdown_text("mail ada@example.org") == "mail ada\\@example.org");
+  CHECK(markdown_text("awww.x") == "awww.x");  // not a word starting with www.
+  CHECK(markdown_text("[l](u) *b* <i>") == "\\[l\\](u) \\*b\\* \\<i\\>");
+  CHECK(markdown_text("a\nb") == "a\\\\nb");  // the newline shown as \n, its backslash escaped
 }

@@ -8,7 +8,6 @@
 #include <climits>
 #include <csignal>
 #include <ctime>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
@@ -23,6 +22,7 @@
 #include "campaigns/plot.h"
 #include "campaigns/pool.h"
 #include "campaigns/sweep_axes.h"
+#include "campaigns/sweep_dir.h"
 #include "version.h"
 #include "error.h"
 #include "follow/follow.h"
@@ -517,37 +517,6 @@ void adopt_previous_points(std::vector<Point>& points, const std::map<std::strin
   }
 }
 
-// --dry-run: every point's script as OUT/scripts/NAME.sbatch, nothing submitted. The folder is
-// written beside and renamed into place, so it holds one sweep's scripts, whole.
-int write_dry_run(const std::string& out_dir, const std::vector<Point>& points) {
-  fs::path dir = out_dir, scripts = dir / "scripts", staging = dir / ".scripts.tmp";
-  std::error_code ec;
-  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
-    throw UserError(out_dir, "is not a directory", "choose another --out");
-  if (fs::exists(scripts, ec) && (fs::is_symlink(scripts) || !fs::is_directory(scripts)))
-    throw UserError(scripts.string(), "is not a directory of the sweep's own",
-                    "remove it; --dry-run writes the folder itself");
-  fs::create_directories(dir, ec);
-  fs::remove_all(staging, ec);
-  fs::create_directory(staging, ec);
-  if (ec) throw UserError(staging.string(), "cannot create: " + ec.message(), "check the path");
-  for (const auto& p : points) {
-    std::ofstream out(staging / (p.name + ".sbatch"), std::ios::binary);
-    out << p.job.script;
-    if (!out.flush())
-      throw UserError((staging / (p.name + ".sbatch")).string(), "cannot write",
-                      "check the disk space and permissions");
-  }
-  fs::remove_all(scripts, ec);
-  fs::rename(staging, scripts, ec);
-  if (ec)
-    throw UserError(scripts.string(), "cannot rename into place: " + ec.message(),
-                    "check the permissions of the sweep directory");
-  std::cout << points.size() << " point" << (points.size() == 1 ? "" : "s") << " rendered into "
-            << scripts.string() << "/ (nothing submitted)\n";
-  return 0;
-}
-
 }  // namespace
 
 std::vector<std::string> point_trainer_args(const std::vector<std::string>& args,
@@ -582,18 +551,24 @@ int run_sweep(const SweepConfig& config, const BackendChoice& choice,
   Catalog catalog = Catalog::from_environment();
   const SweepSeries series = sweep_series(config, catalog);
   const std::string out_dir = sweep_out_dir(config, series);
+  check_sweep_dir(out_dir);
+  check_sweep_size(config.axes, config.presets.size(), series.labels.size(), config.repeats);
   const std::string sweep_name = sweep_name_of(out_dir);
   const std::string backend_kind = given_backend ? given_backend->kind() : choice.kind;
   std::vector<Point> points = sweep_points(config, catalog, series, backend_kind, sweep_name,
                                            command, config.dry_run ? 1 : config.repeats);
-  if (config.dry_run) return write_dry_run(out_dir, points);
+  if (config.dry_run) {
+    std::vector<std::pair<std::string, std::string>> scripts;
+    for (const auto& p : points) scripts.emplace_back(p.name, p.job.script);
+    write_sweep_scripts(out_dir, scripts);
+    std::cout << points.size() << " point" << (points.size() == 1 ? "" : "s") << " rendered into "
+              << (fs::path(out_dir) / "scripts").string() << "/ (nothing submitted)\n";
+    return 0;
+  }
 
   // The sweep directory and its state: points already finished are kept, not resubmitted.
   fs::path dir = out_dir;
   std::error_code ec;
-  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
-    throw UserError(out_dir, "is not a directory", "choose another --out");
-  }
   fs::path state_file = dir / "sweep.json";
   std::map<std::string, json> previous = read_previous_points(state_file);
   for (const auto& p : points)

@@ -167,6 +167,44 @@ std::vector<AxisValues> expand_axes(const SweepAxes& a) {
   return out;
 }
 
+namespace {
+
+// a x b, or nullopt when it does not fit 64 bits.
+std::optional<std::uint64_t> times(std::optional<std::uint64_t> a, std::uint64_t b) {
+  std::uint64_t product = 0;
+  if (!a || __builtin_mul_overflow(*a, b, &product)) return std::nullopt;
+  return product;
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> axis_combination_count(const SweepAxes& a) {
+  if (a.axes.empty()) return 1;
+  if (a.zip) return a.axes.front().values.size();
+  std::optional<std::uint64_t> count = 1;
+  for (const auto& axis : a.axes) count = times(count, axis.values.size());
+  return count;
+}
+
+void check_sweep_size(const SweepAxes& axes, std::uint64_t presets, std::uint64_t series,
+                      std::uint64_t repeats) {
+  const std::optional<std::uint64_t> combos = axis_combination_count(axes);
+  const std::optional<std::uint64_t> points = times(times(combos, presets), series);
+  const std::optional<std::uint64_t> runs = times(points, repeats);
+  if (runs && *runs <= kMaxSweepRuns) return;
+  auto text = [](const std::optional<std::uint64_t>& n) {
+    return n ? std::to_string(*n) : std::string("more than 18446744073709551615");
+  };
+  const std::string count = text(points) + " points (" + std::to_string(presets) + " preset" +
+                            (presets == 1 ? "" : "s") + " x " + std::to_string(series) +
+                            " series x " + text(combos) + " axis combination" +
+                            (combos == std::optional<std::uint64_t>(1) ? "" : "s") + ") x " +
+                            std::to_string(repeats) + " repeat" + (repeats == 1 ? "" : "s") +
+                            (runs ? " = " + std::to_string(*runs) + " runs" : "");
+  throw UserError("sweep", count + ", over the limit of " + std::to_string(kMaxSweepRuns) + " runs",
+                  "pass fewer presets, axis values or --repeats, or split the sweep into parts");
+}
+
 std::string safe_value_word(const std::string& value) {
   std::string word;
   bool changed = value.empty() || value[0] == '.' || value.size() > 40;

@@ -4,6 +4,8 @@
 // and the names of the points they make. docs/sweeps.md#axes.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +37,21 @@ SweepAxes read_sweep_axes(const std::string& file, const std::string& text,
 // Every combination (grid; the first axis varies slowest) or the zipped tuples. No axes: one
 // empty combination.
 std::vector<AxisValues> expand_axes(const SweepAxes& axes);
+
+// How many combinations expand_axes makes (grid: the product of the axes' value counts; zip:
+// their common length; no axes: 1), counted without building them; nullopt when the count does
+// not fit 64 bits.
+std::optional<std::uint64_t> axis_combination_count(const SweepAxes& axes);
+
+// A sweep's jobs (points x repeats) may be at most this many: past it a typo, not a study (10^9
+// points ended in std::bad_alloc, issue 35). docs/sweeps.md#how-big-a-sweep-may-be.
+inline constexpr std::uint64_t kMaxSweepRuns = 10000;
+
+// Counts presets x series x axis combinations x repeats with overflow-checked arithmetic before
+// any point is built. Throws UserError("sweep", "N points (...) x R repeats ... over the limit
+// of 10000 runs", fix) past kMaxSweepRuns or when the count overflows.
+void check_sweep_size(const SweepAxes& axes, std::uint64_t presets, std::uint64_t series,
+                      std::uint64_t repeats);
 
 // A file-name-safe word for a value: letters, digits, '.', '_', '+', '-' kept; a value with any
 // other character (or empty, or starting with '.') becomes those characters with the others as

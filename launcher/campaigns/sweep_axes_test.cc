@@ -96,3 +96,38 @@ TEST_CASE("axis values become --set assignments, program arguments or the launch
                           {{"--micro-batch", "8"}, {"--seed", "2"}}) ==
         std::vector<std::string>{"prog.py", "--x", "--micro-batch", "8", "--seed", "2"});
 }
+
+TEST_CASE("a sweep's size is counted before its points are built, overflow checked",
+          "[sweep][axes][size]") {
+  SweepAxes none;
+  CHECK(axis_combination_count(none) == std::optional<std::uint64_t>(1));
+  SweepAxes forty;  // 40 axes of 2 values: 2^40 combinations, never expanded
+  for (int i = 0; i < 40; ++i) forty.axes.push_back({"a" + std::to_string(i), {"0", "1"}});
+  CHECK(axis_combination_count(forty) == std::optional<std::uint64_t>(1ULL << 40));
+  SweepAxes seventy = forty;  // 2^70: past 64 bits
+  for (int i = 40; i < 70; ++i) seventy.axes.push_back({"a" + std::to_string(i), {"0", "1"}});
+  CHECK_FALSE(axis_combination_count(seventy));
+  SweepAxes zip = axes_of(R"({"combine": "zip",
+      "axes": [{"key": "shape.gpus_per_node", "values": [1, 2, 4]},
+               {"key": "trainer.args.micro_batch", "values": [8, 4, 2]}]})");
+  CHECK(axis_combination_count(zip) == std::optional<std::uint64_t>(3));
+
+  CHECK_NOTHROW(check_sweep_size(none, 3, 2, 100));         // 600 runs
+  CHECK_NOTHROW(check_sweep_size(zip, 10, 1, 100));         // 3000 runs
+  CHECK_NOTHROW(check_sweep_size(none, 10000, 1, 1));       // exactly the limit
+  CHECK_THROWS_WITH(check_sweep_size(none, 10001, 1, 1),
+                    Catch::Contains("sweep: 10001 points (10001 presets x 1 series x 1 axis "
+                                    "combination) x 1 repeat = 10001 runs, over the limit of "
+                                    "10000 runs; pass fewer"));
+  CHECK_THROWS_WITH(check_sweep_size(none, 200, 1, 100),
+                    Catch::Contains("200 points") && Catch::Contains("x 100 repeats = 20000 runs"));
+  CHECK_THROWS_WITH(check_sweep_size(forty, 1, 1, 1),
+                    Catch::Contains("1099511627776 points") &&
+                        Catch::Contains("1099511627776 axis combinations"));
+  CHECK_THROWS_WITH(check_sweep_size(seventy, 1, 1, 1),
+                    Catch::Contains("more than 18446744073709551615 points"));
+  // 2^40 combinations x 2^24 presets fits no 64-bit count either.
+  CHECK_THROWS_WITH(check_sweep_size(forty, 1ULL << 24, 1, 1),
+                    Catch::Contains("more than 18446744073709551615 points"));
+  CHECK_THROWS_AS(check_sweep_size(forty, 1, 1, 1), UserError);
+}

@@ -103,8 +103,13 @@ SweepConfig read_sweep_file(const fs::path& path, SweepConfig c) {
       c.cluster = string(key, v);
     else if (key == "max_concurrent")
       c.max_concurrent = static_cast<int>(integer(key, v));
-    else if (key == "warmup_steps")
+    else if (key == "warmup_steps") {
       c.warmup_steps = static_cast<int>(integer(key, v));
+      if (c.warmup_steps < 0)
+        throw UserError(file + ": warmup_steps", std::to_string(c.warmup_steps) + " is negative",
+                        "write 0 or more steps to drop before averaging (leave it out for max(3, "
+                        "20%))");
+    }
     else if (key == "start_timeout")
       c.start_timeout_s = integer(key, v);
     else if (key == "out")

@@ -11,6 +11,7 @@
 #include "input_file.h"
 #include "json_file.h"
 #include "shell.h"
+#include "spec/env_names.h"
 #include "spec/suggest.h"
 
 namespace fs = std::filesystem;
@@ -42,9 +43,8 @@ void check_var_name(const std::string& name, const std::string& where) {
     throw UserError(where, "\"" + comment_text(name) + "\" is not an environment variable name",
                     "use letters, digits and '_', e.g. NCCL_ALGO");
   }
-  if (name == "MASTER_ADDR" || name == "MASTER_PORT") {
-    throw UserError(where, name + " is computed by the batch script", "remove it from the grid");
-  }
+  const std::string reserved = reserved_env_reason(name);  // the profile's rule (spec/env_names.h)
+  if (!reserved.empty()) throw UserError(where, reserved, "remove it from the grid");
 }
 
 }  // namespace
@@ -78,7 +78,7 @@ TuneGrid parse_tune_grid(const json& j, const std::string& origin) {
                       "write {\"NCCL_ALGO\": [\"Ring\", \"Tree\"]}");
     }
     for (const auto& [name, values] : vars.items()) {
-      std::string where = origin + ": variables." + name;
+      std::string where = origin + ": variables." + comment_text(name);
       check_var_name(name, where);
       if (!values.is_array()) {
         throw UserError(where,
@@ -117,8 +117,8 @@ TuneGrid parse_tune_grid(const json& j, const std::string& origin) {
         throw UserError(where, "an empty candidate", "name at least one variable, or remove it");
       std::vector<std::pair<std::string, TuneValue>> set;
       for (const auto& [name, v] : sets[i].items()) {
-        check_var_name(name, where + "." + name);
-        set.emplace_back(name, grid_value(v, where + "." + name));
+        check_var_name(name, where + "." + comment_text(name));
+        set.emplace_back(name, grid_value(v, where + "." + comment_text(name)));
       }
       g.sets.push_back(std::move(set));
     }

@@ -107,7 +107,8 @@ VerbHandler define_sweep(CLI::App* verb) {
   f->metric_opt = verb->add_option(
       "--metric-regex", f->metric_regex,
       "measure your program's own figure: the last line of rank 0 in each job's log that this "
-      "regex matches, group 1 (e.g. 'tokens/s: ([0-9.]+)'), instead of hpctrain's metrics");
+      "regex (RE2 syntax) matches, group 1 (e.g. 'tokens/s: ([0-9.]+)'), instead of hpctrain's "
+      "metrics");
   f->repeats = verb->add_option(
       "--repeats", g.repeats,
       "run each point N times, round-robin; the summary shows the mean and its 95% interval");

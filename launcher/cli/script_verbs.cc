@@ -3,10 +3,10 @@
 
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
+#include <re2/re2.h>
 #include <filesystem>
 #include <iostream>
 #include <optional>
-#include <regex>
 #include <vector>
 
 #include "atomic_file.h"
@@ -74,17 +74,20 @@ std::vector<std::string> check_script(const fs::path& script, const std::string&
   std::vector<std::string> done;
   auto report = [&](const std::string& tool, const std::string& output) {
     // "FILE:LINE:COL: level: message [SCnnnn]" (gcc format) or "FILE: line N: message" (bash)
-    static const std::regex gcc(R"(^[^:]*:(\d+):\d+: (.*)$)");
-    static const std::regex bash_fmt(R"(^[^:]*: line (\d+): (.*)$)");
+    // RE2: linear in the line's length (the message quotes the script's line, which holds a
+    // user's value).
+    static const RE2 gcc(R"([^:]*:(\d{1,9}):\d+: (.*))", RE2::Latin1);
+    static const RE2 bash_fmt(R"([^:]*: line (\d{1,9}): (.*))", RE2::Latin1);
     std::string first = output.substr(0, output.find('\n'));
-    std::smatch m;
-    if (std::regex_match(first, m, gcc) || std::regex_match(first, m, bash_fmt)) {
-      long number = std::stol(m[1]);
+    long number = 0;
+    std::string message;
+    if (RE2::FullMatch(first, gcc, &number, &message) ||
+        RE2::FullMatch(first, bash_fmt, &number, &message)) {
       std::string line_text = script_line(text, number);
       Blame b = blame_for_line(line_text, spec, template_origin);
       throw UserError(b.where,
                       tool + " at script line " + std::to_string(number) + " (" +
-                          comment_text(line_text) + "): " + comment_text(m[2].str()),
+                          comment_text(line_text) + "): " + comment_text(message),
                       b.fix);
     }
     throw UserError(template_origin, tool + ": " + comment_text(first),

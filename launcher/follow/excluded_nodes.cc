@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <re2/re2.h>
 
 #include "atomic_file.h"
 #include "error.h"
@@ -20,16 +21,18 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// std::regex on short inputs only (its backtracking recursion grows with the input): the length
+// is checked first, here and in day_number.
 bool is_node_name(const std::string& s) {
   static const std::regex name(R"([A-Za-z0-9][A-Za-z0-9._-]{0,63})");
-  return std::regex_match(s, name);
+  return s.size() <= 64 && std::regex_match(s, name);
 }
 
 // Days since 1970-01-01 of "YYYY-MM-DD"; nullopt for anything else.
 std::optional<long> day_number(const std::string& date) {
   static const std::regex form(R"((\d{4})-(\d{2})-(\d{2}))");
   std::smatch m;
-  if (!std::regex_match(date, m, form)) return std::nullopt;
+  if (date.size() != 10 || !std::regex_match(date, m, form)) return std::nullopt;
   std::tm t{};
   t.tm_year = std::stoi(m[1]) - 1900;
   t.tm_mon = std::stoi(m[2]) - 1;
@@ -92,10 +95,10 @@ json to_json(const std::vector<ExcludedNode>& nodes) {
 }  // namespace
 
 std::optional<std::vector<ExcludedNode>> parse_node_check_line(const std::string& line) {
-  static const std::regex form(R"(^hpclaunch: node check: slow node\(s\) (\S+) \((.*)\): .*$)");
-  std::smatch m;
-  if (!std::regex_match(line, m, form)) return std::nullopt;
-  const std::string names = m[1], figures = m[2];
+  // A log line (any length): RE2, linear in it; std::regex's recursion overflowed the stack.
+  static const RE2 form(R"(hpclaunch: node check: slow node\(s\) (\S+) \((.*)\): .*)", RE2::Latin1);
+  std::string names, figures;
+  if (!RE2::FullMatch(line, form, &names, &figures)) return std::nullopt;
   std::vector<ExcludedNode> out;
   size_t start = 0;
   while (start <= names.size()) {

@@ -7,11 +7,11 @@
 #include <atomic>
 #include <map>
 #include <ostream>
-#include <regex>
 #include <thread>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
+#include <re2/re2.h>
 
 #include "atomic_file.h"
 #include "follow/hang.h"
@@ -239,8 +239,22 @@ void Follower::poll_state() {
     stderr_.path = status_.stderr_path;
 }
 
+namespace {
+
+// srun --label's rank at the start of a log line ("  3: ..."), or -1. Scanned by hand: a line may
+// be megabytes long, and std::regex's recursion overflowed the stack on 200 KB (issue 35).
+int srun_label_rank(const std::string& line) {
+  size_t at = line.find_first_not_of(" \t\v\f\r");
+  if (at == std::string::npos) return -1;
+  const size_t digits = at;
+  while (at < line.size() && at - digits < 10 && line[at] >= '0' && line[at] <= '9') ++at;
+  if (at == digits || at - digits > 9 || line.compare(at, 2, ": ") != 0) return -1;
+  return std::stoi(line.substr(digits, at - digits));
+}
+
+}  // namespace
+
 void Follower::emit_lines(LogTail& tail, const std::string& data, std::ostream& to, bool final) {
-  static const std::regex label(R"(^\s*(\d+): )");
   tail.partial += data;
   size_t start = 0;
   bool wrote = false;
@@ -252,18 +266,14 @@ void Follower::emit_lines(LogTail& tail, const std::string& data, std::ostream& 
     if (!first_failure_) first_failure_ = parse_srun_task_failure(line);
     if (o_.on_log_line) o_.on_log_line(line);  // every line, whatever --rank shows
     if (o_.hang_seconds > 0) {
-      std::smatch m;
-      const int rank = std::regex_search(line, m, label) ? std::stoi(m[1]) : -1;
+      const int rank = srun_label_rank(line);
       hang_.saw_log_line(rank, line, std::chrono::steady_clock::now());
       if (captured_) {  // the answers to the where-signal: shown once, with the summary
         captured_->push_back(line);
         continue;
       }
     }
-    if (o_.rank) {
-      std::smatch m;
-      if (!std::regex_search(line, m, label) || std::stoi(m[1]) != *o_.rank) continue;
-    }
+    if (o_.rank && srun_label_rank(line) != *o_.rank) continue;
     if (!wrote) clear_status();
     to << line << '\n';
     wrote = true;
@@ -586,15 +596,12 @@ std::string format_duration(long seconds) {
 }
 
 std::optional<TaskFailure> parse_srun_task_failure(const std::string& line) {
-  // srun's own lines carry no --label prefix.
-  static const std::regex form(R"(^srun: error: ([^:\s]+): (tasks?) ([0-9][0-9,\-]*): (.+)$)");
-  std::smatch m;
-  if (!std::regex_match(line, m, form)) return std::nullopt;
+  // srun's own lines carry no --label prefix. RE2: linear in the line's length (a log line).
+  static const RE2 form(R"(srun: error: ([^:\s]+): (tasks?) ([0-9][0-9,\-]*): (.+))", RE2::Latin1);
+  std::string kind;
   TaskFailure f;
-  f.node = m[1];
-  f.several = m[2] == "tasks";
-  f.ranks = m[3];
-  f.reason = m[4];
+  if (!RE2::FullMatch(line, form, &f.node, &kind, &f.ranks, &f.reason)) return std::nullopt;
+  f.several = kind == "tasks";
   // The tasks that stopped for a requeue ended as asked: not a failure.
   if (f.reason == "Exited with exit code 75") return std::nullopt;
   return f;

@@ -1,7 +1,6 @@
 #include "follow/hang.h"
 
 #include <algorithm>
-#include <regex>
 #include <set>
 #include <tuple>
 

@@ -1,10 +1,10 @@
 #include "spec/container.h"
 
-#include <cctype>
 #include <filesystem>
 
 #include "error.h"
 #include "shell.h"
+#include "spec/pyxis_options.h"
 #include "spec/suggest.h"
 
 namespace fs = std::filesystem;
@@ -63,14 +63,19 @@ void check_mount_flags(ContainerRuntime runtime, const ContainerMount& m, const 
       }
       return;
     case ContainerRuntime::Pyxis:
-      for (char c : m.flags) {
-        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '_' && c != '-' &&
-            c != '=') {
+      // Each flag reaches enroot's fstab line; one it does not know becomes mount(2) data.
+      for (size_t start = 0; start <= m.flags.size();) {
+        size_t plus = m.flags.find('+', start);
+        if (plus == std::string::npos) plus = m.flags.size();
+        const std::string flag = m.flags.substr(start, plus - start);
+        if (!is_enroot_mount_flag(flag)) {
           throw UserError(where,
-                          "mount " + in_quotes(entry) + ": " + in_quotes(m.flags) +
-                              " is not a list of enroot mount flags",
-                          "write flags joined with '+', e.g. \"/data:/data:ro+rprivate\"");
+                          "mount " + in_quotes(entry) + ": " + in_quotes(flag) +
+                              " is not an enroot mount flag",
+                          "write flags such as ro, nosuid, rprivate or x-create=dir joined with "
+                          "'+', e.g. \"/data:/data:ro+rprivate\" (docs/programs.md#containers)");
         }
+        start = plus + 1;
       }
       return;
     case ContainerRuntime::Charliecloud:
@@ -123,16 +128,27 @@ void check_options(const ContainerSpec& c, const std::string& where) {
         "follow it as the next entry");
   }
   if (c.runtime != ContainerRuntime::Pyxis) return;
-  static const std::vector<std::pair<std::string, std::string>> rendered = {
-      {"--container-image", "container.image"},
-      {"--container-mounts", "container.mounts"},
-      {"--container-workdir", "container.workdir"}};
+  // srun reads these words with getopt_long: a unique prefix is the option, an ambiguous one an
+  // error (pyxis_options.h).
   for (const auto& o : c.options) {
-    for (const auto& [option, key] : rendered) {
-      if (o == option || o.rfind(option + "=", 0) == 0) {
-        throw UserError(where, option + " is rendered from " + key, "set " + key + " instead");
-      }
+    if (o.rfind("--", 0) != 0) continue;  // a value, or a short option: not pyxis's
+    const size_t eq = o.find('=');
+    const std::string written = o.substr(2, eq == std::string::npos ? eq : eq - 2);
+    const PyxisOptionMatch m = resolve_pyxis_option(written);
+    if (m.kind == PyxisOptionMatch::Ambiguous) {
+      std::string names;
+      for (const auto& n : m.candidates) names += (names.empty() ? "--" : ", --") + n;
+      throw UserError(where,
+                      "--" + comment_text(written) + " is ambiguous for srun (" + names + ")",
+                      "write the option's full name");
     }
+    const std::string key = pyxis_option_key(m.name);
+    if (key.empty()) continue;
+    const std::string as =
+        m.kind == PyxisOptionMatch::Prefix
+            ? "--" + comment_text(written) + " (srun reads it as --" + m.name + ")"
+            : "--" + m.name;
+    throw UserError(where, as + " is rendered from " + key, "set " + key + " instead");
   }
 }
 

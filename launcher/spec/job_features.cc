@@ -173,6 +173,7 @@ std::string parse_mail_type(const std::string& text, const std::string& where) {
 }
 
 void check_mail_user(const std::string& text, const std::string& where) {
+  // std::regex on at most 254 characters (checked first): its recursion grows with the input.
   static const std::regex address(R"([A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*)");
   if (text.size() > 254 || !std::regex_match(text, address)) {
     throw UserError(where, "\"" + comment_text(text) + "\" is not a mail address",

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <regex>
 
 #include "error.h"
 #include "shell.h"
@@ -33,10 +32,12 @@ std::string base_name(const std::string& path) {
 
 // Interpreters whose first plain argument is the script that names the job.
 bool is_interpreter(const std::string& name) {
-  static const std::regex python(R"(python[0-9.]*)");
   static const std::set<std::string> others = {"bash", "sh",   "zsh",  "julia", "Rscript",
                                                "perl", "ruby", "node", "lua"};
-  return std::regex_match(name, python) || others.count(name) > 0;
+  // python, python3, python3.11: "python" and digits or dots (a program's name may be long).
+  const bool python = name.rfind("python", 0) == 0 &&
+                      name.find_first_not_of("0123456789.", 6) == std::string::npos;
+  return python || others.count(name) > 0;
 }
 
 }  // namespace

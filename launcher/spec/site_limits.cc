@@ -60,8 +60,10 @@ PartitionLimits read_partition(const SpecReader& r, const std::string& name) {
 
 // A map's keys become sbatch values: the charset of Slurm's names.
 void check_name(const SpecReader& r, const std::string& path, const std::string& name) {
+  // std::regex only on a short input (its backtracking recursion grows with the input's length):
+  // the length is checked first.
   static const std::regex ok("[A-Za-z0-9_.-]{1,64}");
-  if (!std::regex_match(name, ok)) {
+  if (name.size() > 64 || !std::regex_match(name, ok)) {
     throw UserError(r.where(path), "\"" + comment_text(name) + "\" is not a Slurm name",
                     "use letters, digits, '_', '.' and '-'");
   }
@@ -165,7 +167,7 @@ const QosLimits* SiteLimits::find_qos(const std::string& name) const {
 std::optional<long> slurm_size_mb(const std::string& text) {
   static const std::regex form("([0-9]{1,12})([KMGTkmgt]?)");
   std::smatch m;
-  if (!std::regex_match(text, m, form)) return std::nullopt;
+  if (text.size() > 13 || !std::regex_match(text, m, form)) return std::nullopt;  // short only
   long n = std::stol(m[1].str());
   switch (std::toupper(static_cast<unsigned char>(m[2].str().empty() ? 'M' : m[2].str()[0]))) {
     case 'K':

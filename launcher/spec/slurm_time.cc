@@ -10,6 +10,7 @@ namespace hpc {
 std::optional<long> slurm_time_seconds(const std::string& text) {
   if (text == "UNLIMITED" || text == "INFINITE" || text == "unlimited" || text == "infinite")
     return -1;
+  // std::regex on at most 20 characters (checked first): its recursion grows with the input.
   static const std::regex form(R"((?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?)");
   std::smatch m;
   if (text.size() > 20 || !std::regex_match(text, m, form)) return std::nullopt;

@@ -3,7 +3,6 @@
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
-#include <regex>
 #include <set>
 
 #include "error.h"
@@ -201,12 +200,10 @@ void read_env_from_submit(const SpecReader& r, const ClusterProfile& p, JobOptio
           where, "\"" + comment_text(name) + "\" is not an environment variable name",
           "use letters, digits and '_', not starting with a digit (e.g. WANDB_API_KEY)");
     }
-    if (name == "MASTER_ADDR" || name == "MASTER_PORT" || name == "PATH" ||
-        name.rfind("SLURM_", 0) == 0 || name.rfind("SBATCH_", 0) == 0 ||
-        name.rfind("HPCLAUNCH_", 0) == 0) {
-      throw UserError(where, name + " is set by Slurm, the script or hpclaunch itself",
+    const std::string reserved = reserved_env_reason(name);
+    if (!reserved.empty())
+      throw UserError(where, reserved,
                       "pass only your own variables (tokens, keys), e.g. WANDB_API_KEY");
-    }
     for (const auto* vars : {&p.env, &p.nccl}) {
       for (const auto& v : *vars) {
         if (v.name == name) {
@@ -230,7 +227,14 @@ void read_shape(const SpecReader& r, const std::string& preset, Shape& s) {
                               "one task runs per GPU; " + fix_file + "gpus_per_node=N");
   s.cpus_per_gpu = r.integer("shape.cpus_per_gpu", 1, 1024, fix_file + "cpus_per_gpu=N");
   s.mem_per_gpu = r.directive_string("shape.mem_per_gpu");
-  if (!s.mem_per_gpu.empty() && !std::regex_match(s.mem_per_gpu, std::regex("[0-9]+[KMGT]?"))) {
+  // Digits and an optional unit, checked by hand (a --set value may be of any length).
+  const std::string& mem = s.mem_per_gpu;
+  const size_t digits = mem.find_first_not_of("0123456789");
+  const bool slurm_size =
+      digits != 0 && (digits == std::string::npos ||
+                      (digits + 1 == mem.size() && std::string("KMGT").find(mem[digits]) !=
+                                                       std::string::npos));
+  if (!mem.empty() && !slurm_size) {
     throw UserError(r.where("shape.mem_per_gpu"), "\"" + s.mem_per_gpu + "\" is not a Slurm size",
                     "write a number with an optional K, M, G or T suffix, e.g. \"64G\"");
   }
@@ -339,14 +343,16 @@ void read_profile(const SpecReader& r, const json& doc, ClusterProfile& p) {
                       "use 0, 1 or auto (auto decides at job start from nvidia-smi topo -m)");
     }
   }
-  for (const auto& v : p.env) {
-    static const std::vector<std::string> reserved = {"MASTER_ADDR", "MASTER_PORT"};
-    for (const auto& name : reserved) {
-      if (v.name == name) {
-        throw UserError(r.where("profile.env." + v.name), "is computed by the script",
-                        "remove it (see docs/rendezvous.md)");
-      }
+  for (const auto* vars : {&p.nccl, &p.env}) {
+    const std::string key = vars == &p.env ? "profile.env" : "profile.nccl";
+    for (const auto& v : *vars) {
+      const std::string reserved = reserved_env_reason(v.name);
+      if (!reserved.empty())
+        throw UserError(r.where(key + "." + v.name), reserved,
+                        "remove it from " + key + " (docs/presets.md#nccl-and-env)");
     }
+  }
+  for (const auto& v : p.env) {
     if (v.name.rfind("NCCL_", 0) == 0) {
       throw UserError(r.where("profile.env." + v.name), "NCCL variables belong in profile.nccl",
                       "move it there, with a reason");
@@ -513,13 +519,6 @@ void load_named_presets(const Catalog& catalog, const Spec& spec, const SpecRead
 }
 
 }  // namespace
-
-bool is_env_name(const std::string& s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  for (unsigned char c : s)
-    if (!std::isalnum(c) && c != '_') return false;
-  return true;
-}
 
 std::vector<std::string> missing_env_from_submit(const Spec& spec) {
   std::vector<std::string> missing;

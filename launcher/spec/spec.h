@@ -17,6 +17,7 @@
 
 #include "spec/catalog.h"
 #include "spec/container.h"
+#include "spec/env_names.h"
 #include "spec/job_features.h"
 #include "spec/site_limits.h"
 
@@ -183,8 +184,6 @@ SpecRequest make_spec_request(const std::string& preset, const std::string& clus
                               const std::string& strategy, std::vector<std::string> sets,
                               const std::string& project, bool no_project);
 
-// A name a shell can export: letters, digits and '_', not starting with a digit.
-bool is_env_name(const std::string& s);
 
 // The job name when job.name is not set: the program's name ("train" for `python train.py`,
 // "pkg.train" for `python -m pkg.train`, "hpctrain" for hpctrain), reduced to letters, digits,

@@ -377,7 +377,7 @@ TEST_CASE("bad input: cluster profile values", "[bad-input]") {
       {"profile.env sets MASTER_PORT",
        render_args({"--set", "profile.env.MASTER_PORT.value=12345"}),
        {},
-       {"profile.env.MASTER_PORT", "computed by the script", "remove it"}},
+       {"profile.env.MASTER_PORT", "computed by the batch script", "remove it"}},
       {"profile.env sets an NCCL variable",
        render_args({}),
        {{kProject, "{\"profile\": {\"env\": {\"NCCL_DEBUG\": {\"value\": \"INFO\"}}}}"}},

@@ -144,7 +144,7 @@ TEST_CASE("hostile names: text columns are inert in summary.md, and gnuplot runs
   CHECK_THAT(md, Contains("| 1n2g-a+b.c\\_d-e | a+b.c\\_d-e | 1 | 2 | 1/1 | 190.0 |"));
   CHECK_THAT(md, Contains("| \\<i\\>8\\</i\\>\\|9 |\n"));
   const std::string state_md =
-      "FAILED\\`x\\` \\*b\\* \\_i\\_ \\[l\\](http://e) \\<b\\>\\&amp; \\$x\\$ \\~\\~s\\~\\~ \\|c "
+      "FAILED\\`x\\` \\*b\\* \\_i\\_ \\[l\\](http\\://e) \\<b\\>\\&amp; \\$x\\$ \\~\\~s\\~\\~ \\|c "
       "\\\\";
   CHECK_THAT(md, Contains("| 1n4g-a+b.c\\_d-e | a+b.c\\_d-e | 1 | 4 | 0/1 | – |"));
   CHECK_THAT(md, Contains("- 1n4g-a+b.c\\_d-e: " + state_md +

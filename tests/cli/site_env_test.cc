@@ -130,7 +130,7 @@ TEST_CASE("bad input: site environment keys", "[bad-input][siteenv]") {
       {"env_from_submit names MASTER_ADDR",
        render_args({"--env-pass", "MASTER_ADDR"}),
        {},
-       {"job.env_from_submit", "MASTER_ADDR is set by"}},
+       {"job.env_from_submit", "MASTER_ADDR is computed by the batch script"}},
       {"env_from_submit also in profile.env",
        render_args({"--env-pass", "MY_TOKEN", "--set", "profile.env.MY_TOKEN.value=x"}),
        {},

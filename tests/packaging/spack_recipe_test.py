@@ -79,7 +79,7 @@ elif variants["cuda"].get("when") != "+trainer":
 # Dependencies against the project's find_package() calls.
 spack_name = {"CLI11": "cli11", "nlohmann_json": "nlohmann-json", "fmt": "fmt",
               "libssh": "libssh", "OpenSSL": "openssl", "Catch2": "catch2", "Torch": "py-torch",
-              "Threads": None}
+              "Threads": None, "PkgConfig": "pkgconfig"}
 cmake_text = "\n".join(p.read_text() for p in source.rglob("CMakeLists.txt")
                        if "build" not in p.relative_to(source).parts[0])
 found = set(re.findall(r"find_package\((\w+)", cmake_text))

@@ -32,6 +32,8 @@ class Hpclaunch(CMakePackage):
     depends_on("nlohmann-json@3.10:")
     depends_on("fmt@9:")
     depends_on("libssh")
+    depends_on("re2")
+    depends_on("pkgconfig", type="build")  # RE2 is found through its pkg-config file
     depends_on("openssl")
     depends_on("catch2@2", type="test")
     # kainjow's header-only Mustache (Debian: libkainjow-mustache-dev) has no Spack package:
