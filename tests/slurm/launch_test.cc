@@ -105,9 +105,8 @@ TEST_CASE("launch torchrun on 2n2g: the script passes sbatch --test-only", "[slu
   INFO(rendered.summary());
   REQUIRE(rendered.exit_code == 0);
   const std::string text = read_file(script);
-  CHECK(contains(text, "  --ntasks-per-node=1\n"));
-  CHECK(contains(text, "  --cpus-per-task=2 # every CPU of the node's 2 GPU slot(s)\n"));
-  CHECK(contains(text, "  --nnodes=2\n  --nproc_per_node=2\n"));
+  CHECK(contains(text, "\n    --ntasks=2 --ntasks-per-node=1 --cpus-per-task=2\n"));
+  CHECK(contains(text, "\n  hpc_torchrun=(torchrun --nnodes=2 --nproc_per_node=2 "));
   auto test_only = run({"sbatch", "--test-only", script}, 60s, {}, ws.work());
   INFO(test_only.summary());
   CHECK(test_only.exit_code == 0);
