@@ -1,7 +1,7 @@
-// SHA-256 from OpenSSL's libcrypto (SHA256_Init/Update/Final; sha256.cc says why not EVP): the spec hash printed in every script's
-// header (`sha256sum spec.json` of the resolved spec that `hpclaunch render --spec-out` writes
-// gives the same digest) and the checksums of checkpoint shards, computed over the bytes as they
-// stream to or from the disk.
+// SHA-256 from OpenSSL's libcrypto (SHA256_Init/Update/Final; sha256.cc says why not EVP): the
+// spec hash printed in every script's header (`sha256sum spec.json` of the resolved spec that
+// `hpclaunch render --spec-out` writes gives the same digest) and the checksums of checkpoint
+// shards, computed over the bytes as they stream to or from the disk.
 #pragma once
 
 #include <memory>
