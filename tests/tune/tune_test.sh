@@ -88,7 +88,7 @@ PY
   "$hpclaunch" render --no-project --cluster "$cluster-tuned" --preset "$preset" -o "$work/tuned.sbatch" ||
     fail "render with the tuned profile failed"
   grep -qx "  export NCCL_ALGO=$winner" "$work/tuned.sbatch" || fail "the script does not export NCCL_ALGO=$winner"
-  grep -q '^# tune .*: busbw .* GB/s vs ' "$work/tuned.sbatch" || fail "the script has no reason beside NCCL_ALGO"
+  grep -q '^  # tune .*: busbw .* GB/s vs ' "$work/tuned.sbatch" || fail "the script has no reason beside NCCL_ALGO"
   bash -n "$work/tuned.sbatch" || fail "bash -n"
   shellcheck --exclude=SC1091 "$work/tuned.sbatch" || fail "shellcheck"
   "$hpclaunch" clusters diff "$cluster" "$cluster-tuned" >"$work/diff.out" || fail "clusters diff exited with $?"
