@@ -19,6 +19,10 @@ h() { "$HPCLAUNCH" "$@"; }
 row() { h list | awk -v id="$1" '$1 == id'; }
 
 start() { # SECONDS: a run of a program sleeping that long, in the background; sets pid and id
+  # The last run's err goes first: the new run's redirection may truncate it only after the
+  # loop below has read the old job id from it.
+  rm -f out err
+  id=""
   "$HPCLAUNCH" run --no-project --preset 1n1g --local --launch srun -- sleep "$1" >out 2>err &
   pid=$!
   for _ in $(seq 100); do
