@@ -212,6 +212,8 @@ job=$d/jobs/probe.sh
 printf '#!/bin/bash\nsleep 30\n' >"$job"
 show sinfo --version
 show scontrol --version
+echo '### $ scontrol show config | grep -E "^(Configuration|SelectType|GresTypes|MULTIPLE_SLURMD|SLURM_VERSION) "'
+scontrol show config 2>&1 | grep -E '^(Configuration|SelectType|GresTypes|MULTIPLE_SLURMD|SLURM_VERSION) '
 show sbatch --test-only -N1 -t 5 "$job"
 show sbatch --test-only -N9 -t 5 "$job"
 out=$(sbatch --parsable --hold --comment=hpclaunch:matrix -N1 -t 5 "$job" 2>&1)
