@@ -112,7 +112,8 @@ TEST_CASE("Slurm 24.11.5: an unknown job id without accounting is found=false",
   CHECK(host.programs_run() == "scontrol sacct");
 }
 
-TEST_CASE("Slurm 24.11.5: scontrol show config's SelectType and GresTypes lines", "[doctor][slurm24]") {
+TEST_CASE("Slurm 24.11.5: scontrol show config's SelectType and GresTypes lines",
+          "[doctor][slurm24]") {
   const std::string config =
       "Configuration data as of 2026-11-27T13:10:46\n"
       "GresTypes               = gpu\n"
