@@ -92,26 +92,8 @@ make_minbase() {
   rm -rf --one-file-system "$tmp"
 }
 
-# Every process whose root directory is $1 is killed (daemons of a test cluster, a job, a build);
-# then every mount under $1 goes, deepest first.
-teardown_root() {
-  local r=$1 pid link
-  [[ -n $r && -d $r ]] || return 0
-  for _ in 1 2 3; do
-    local pids=()
-    for link in /proc/[0-9]*/root; do
-      pid=${link#/proc/}
-      pid=${pid%/root}
-      [[ $(readlink "$link" 2>/dev/null) == "$r" ]] && pids+=("$pid")
-    done
-    ((${#pids[@]})) || break
-    kill -KILL "${pids[@]}" 2>/dev/null || true
-    sleep 1
-  done
-  findmnt -rn -o TARGET | { grep -F "$r/" || true; } | sort -r | while read -r m; do
-    umount -l "$m" 2>/dev/null || true
-  done
-}
+# shellcheck source-path=SCRIPTDIR source=lib/debian-root.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/debian-root.sh" # teardown_root
 
 # shellcheck disable=SC2317  # invoked by the EXIT trap
 on_exit() {
