@@ -290,7 +290,7 @@ CMAKE_SHELL = re.compile(r"COMMAND\s+bash\s+-c\s+\"((?:[^\"\\]|\\.)*)\"", re.S)
 def uses(repo):
     """{program: ['file:line' of each use]}."""
     found = {}
-    shell_files = sorted(set((repo / "tests").rglob("*.sh")) | set((repo / "scripts").glob("*.sh")))
+    shell_files = sorted(set((repo / "tests").rglob("*.sh")) | set((repo / "scripts").rglob("*.sh")))
     shell_files += [p for p in [repo / ".ci" / "run"] if p.exists()]
     functions = set()
     for p in shell_files:
