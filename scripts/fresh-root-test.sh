@@ -56,30 +56,10 @@ work=$(cd "$work" && pwd)
 root=""  # the root being used; the EXIT trap tears it down
 
 # ---------------------------------------------------------------- the root
-make_minbase() {
-  local tarball=$work/cache/minbase.tar tmp
-  [[ -s $tarball ]] && return 0
-  say "debootstrap --variant=minbase bookworm (once; kept as $tarball)"
-  tmp=$work/minbase.tmp
-  rm -rf "$tmp"
-  debootstrap --variant=minbase bookworm "$tmp" "$mirror" >"$work/logs/debootstrap.log" 2>&1 ||
-    die "debootstrap failed; see $work/logs/debootstrap.log"
-  rm -rf "$tmp"/var/cache/apt/archives/*.deb
-  tar -C "$tmp" -cf "$tarball.tmp" .
-  mv "$tarball.tmp" "$tarball"
-  rm -rf "$tmp"
-}
 
 # shellcheck source-path=SCRIPTDIR source=lib/debian-root.sh
-source "$(dirname "${BASH_SOURCE[0]}")/lib/debian-root.sh" # teardown_root
+source "$(dirname "${BASH_SOURCE[0]}")/lib/debian-root.sh" # teardown_root, make_minbase, on_exit
 
-# shellcheck disable=SC2317  # invoked by the EXIT trap
-on_exit() {
-  local rc=$?
-  teardown_root "$root"
-  if ((keep == 0)) && [[ -n $root ]]; then rm -rf --one-file-system "$root"; fi
-  exit "$rc"
-}
 trap on_exit EXIT
 
 new_root() {
@@ -154,7 +134,7 @@ test_counts() {
   sed -n '/^The following tests FAILED:/,$p' "$log" | grep -E '^\s+[0-9]+ - ' || true
 }
 
-make_minbase
+make_minbase bookworm "$work/cache/minbase.tar" "$work/logs/debootstrap.log"
 overall=0
 for way in "${way_list[@]}"; do
   new_root "$way"

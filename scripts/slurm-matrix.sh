@@ -78,30 +78,10 @@ build_pkgs=(build-essential cmake ccache pkg-config nlohmann-json3-dev libcli11-
 catch2_pkg() { if [[ $1 == trixie ]]; then echo catch2/bookworm; else echo catch2; fi; }
 
 # ---------------------------------------------------------------- roots
-make_minbase() {
-  local suite=$1 tarball=$work/cache/$1-minbase.tar tmp
-  [[ -s $tarball ]] && return 0
-  say "debootstrap --variant=minbase $suite (once; kept as $tarball)"
-  tmp=$work/$suite-minbase.tmp
-  rm -rf --one-file-system "$tmp"
-  debootstrap --variant=minbase "$suite" "$tmp" "$mirror" >"$work/logs/$suite-debootstrap.log" 2>&1 ||
-    die "debootstrap failed; see $work/logs/$suite-debootstrap.log"
-  rm -rf "$tmp"/var/cache/apt/archives/*.deb
-  tar -C "$tmp" -cf "$tarball.tmp" .
-  mv "$tarball.tmp" "$tarball"
-  rm -rf --one-file-system "$tmp"
-}
 
 # shellcheck source-path=SCRIPTDIR source=lib/debian-root.sh
-source "$(dirname "${BASH_SOURCE[0]}")/lib/debian-root.sh" # teardown_root
+source "$(dirname "${BASH_SOURCE[0]}")/lib/debian-root.sh" # teardown_root, make_minbase, on_exit
 
-# shellcheck disable=SC2317  # invoked by the EXIT trap
-on_exit() {
-  local rc=$?
-  teardown_root "$root"
-  if ((keep == 0)) && [[ -n $root ]]; then rm -rf --one-file-system "$root"; fi
-  exit "$rc"
-}
 trap on_exit EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -152,7 +132,7 @@ new_root() {
     tar -C "$root" -xf "$tarball"
     mount_root "$suite"
   else
-    make_minbase "$suite"
+    make_minbase "$suite" "$work/cache/$suite-minbase.tar" "$work/logs/$suite-debootstrap.log"
     tar -C "$root" -xf "$work/cache/$suite-minbase.tar"
     cp /etc/resolv.conf "$root/etc/resolv.conf"
     {
