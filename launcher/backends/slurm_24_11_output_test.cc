@@ -34,22 +34,17 @@ const std::string kRunning24_11 =
     "OverSubscribe=OK Contiguous=0 Licenses=(null) Network=(null) "
     "Command=/tmp/manual/jobs/probe.sh WorkDir=/src/hpclaunch Comment=hpclaunch:matrix  "
     "StdErr=/src/hpclaunch/slurm-2.out StdIn=/dev/null StdOut=/src/hpclaunch/slurm-2.out ";
-const std::string kCancelled24_11 =
-    "JobId=2 JobName=probe.sh UserId=root(0) GroupId=root(0) MCS_label=N/A Priority=1 Nice=0 "
-    "Account=(null) QOS=(null) JobState=CANCELLED Reason=None Dependency=(null) Requeue=1 "
-    "Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:15 RunTime=00:00:02 TimeLimit=00:05:00 "
-    "TimeMin=N/A SubmitTime=2026-11-27T13:07:02 EligibleTime=2026-11-27T13:07:02 "
-    "AccrueTime=2026-11-27T13:07:02 StartTime=2026-11-27T13:07:02 "
-    "EndTime=2026-11-27T13:07:04 Deadline=N/A PreemptEligibleTime=2026-11-27T13:07:02 "
-    "PreemptTime=None SuspendTime=None SecsPreSuspend=0 LastSchedEval=2026-11-27T13:07:02 "
-    "Scheduler=Main Partition=debug AllocNode:Sid=0.0.0.0:7030 ReqNodeList=(null) "
-    "ExcNodeList=(null) NodeList=node01 BatchHost=node01 NumNodes=1 NumCPUs=1 NumTasks=1 "
-    "CPUs/Task=1 ReqB:S:C:T=0:0:*:* ReqTRES=cpu=1,mem=62.50G,node=1,billing=1 "
-    "AllocTRES=cpu=1,node=1,billing=1 Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=* "
-    "MinCPUsNode=1 MinMemoryNode=0 MinTmpDiskNode=0 Features=(null) DelayBoot=00:00:00 "
-    "OverSubscribe=OK Contiguous=0 Licenses=(null) Network=(null) "
-    "Command=/tmp/manual/jobs/probe.sh WorkDir=/src/hpclaunch Comment=hpclaunch:matrix  "
-    "StdErr=/src/hpclaunch/slurm-2.out StdIn=/dev/null StdOut=/src/hpclaunch/slurm-2.out ";
+// The same job after `scancel`, as 24.11.5 printed it: these three fields changed, nothing else.
+std::string cancelled_24_11() {
+  std::string s = kRunning24_11;
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"JobState=RUNNING",
+                                                                     "JobState=CANCELLED"},
+                                 {"ExitCode=0:0", "ExitCode=0:15"},
+                                 {"EndTime=2026-11-27T13:12:02", "EndTime=2026-11-27T13:07:04"}})
+    s.replace(s.find(from), from.size(), to);
+  return s;
+}
+const std::string kCancelled24_11 = cancelled_24_11();
 // scontrol show partition --oneliner (the first of the cluster's two partitions).
 const std::string kPartition24_11 =
     "PartitionName=debug AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL AllocNodes=ALL "

@@ -100,7 +100,7 @@ TEST_CASE("container script: the runtime wraps the program, srun stays outside",
 
 TEST_CASE("container script: without a container the script is unchanged", "[container]") {
   std::string s = render(resolve({}));
-  std::string top = s.substr(0, hpc::job_library_offset(s));
+  std::string top = hpc::job_part(s);
   CHECK_FALSE(contains(top, "container"));
   CHECK(contains(top, "\n  hpc_launch \"${hpc_srun[@]}\" \"${hpc_train[@]}\"\n"));
   CHECK_FALSE(contains(s, "\n\n\n"));

@@ -58,9 +58,14 @@ std::string check_script(const std::string& script) {
 
 }  // namespace
 
-// The job part: above the job library's marker.
-std::string job(const std::string& script) {
-  return script.substr(0, hpc::job_library_offset(script));
+std::string job(const std::string& script) { return hpc::job_part(script); }
+
+// The job library's line that starts with `start`.
+std::string library_line(const std::string& start) {
+  const std::string library(hpc::job_library_text());
+  const size_t at = library.find(start);
+  REQUIRE(at != std::string::npos);
+  return library.substr(at, library.find('\n', at) - at);
 }
 
 TEST_CASE("launch render: srun runs the command in every task with the env:// variables",
@@ -94,8 +99,8 @@ TEST_CASE("launch render: srun runs the command in every task with the env:// va
                  "hpc-task)\n"));
   auto r = hpc::run_command(
       {"env", "SLURM_PROCID=5", "SLURM_LOCALID=1", "SLURM_NTASKS=8", "SLURM_NODEID=1", "bash",
-       "-c", library.substr(library.find("hpc_rank_env=(")) .substr(0, library.substr(
-           library.find("hpc_rank_env=(")).find('\n')) +
+       "-c",
+       library_line("hpc_rank_env=(") +
            "\n\"${hpc_rank_env[@]}\" 4 sh -c 'echo $RANK $LOCAL_RANK $WORLD_SIZE "
            "$LOCAL_WORLD_SIZE $NODE_RANK \"$0\"' 'a b'"});
   REQUIRE(r.ok());
@@ -141,9 +146,7 @@ TEST_CASE("launch render: torchrun runs one agent per node with a c10d rendezvou
 
 // What hpc_torchrun_node gives torchrun on node N, from the library's own words.
 std::string torchrun_conf(const std::string& node, const std::string& conf) {
-  const std::string library(hpc::job_library_text());
-  std::string line = library.substr(library.find("hpc_torchrun_node=("));
-  line = line.substr(0, line.find('\n'));
+  const std::string line = library_line("hpc_torchrun_node=(");
   auto r = hpc::run_command({"env", "SLURM_NODEID=" + node, "bash", "-c",
                              line + "\n\"${hpc_torchrun_node[@]}\" \"$1\" "
                                     "sh -c 'printf \"%s|%s\" \"$PET_RDZV_CONF\" \"$*\"' x y",

@@ -38,6 +38,10 @@ inline size_t job_library_offset(const std::string& script) {
   size_t at = script.find("\n" + std::string(kJobLibraryMarker));
   return at == std::string::npos ? at : at + 1;
 }
+// The job: what stands above the job library (the whole script when it has none).
+inline std::string job_part(const std::string& script) {
+  return script.substr(0, job_library_offset(script));
+}
 
 // The #SBATCH directives of a spec, without the "#SBATCH " prefix, in the script's order.
 std::vector<std::string> sbatch_directives(const Spec& spec);

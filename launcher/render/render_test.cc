@@ -24,9 +24,8 @@ bool contains(const std::string& s, const std::string& part) {
 
 // The job part of a script: everything above the job library's marker line.
 std::string job(const std::string& script) {
-  size_t at = hpc::job_library_offset(script);
-  REQUIRE(at != std::string::npos);
-  return script.substr(0, at);
+  REQUIRE(hpc::job_library_offset(script) != std::string::npos);
+  return hpc::job_part(script);
 }
 
 const std::string& library() {

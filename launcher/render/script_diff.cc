@@ -20,11 +20,6 @@ std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
-std::string job_part(const std::string& script) {
-  size_t at = job_library_offset(script);
-  return at == std::string::npos ? script : script.substr(0, at);
-}
-
 std::string library_part(const std::string& script) {
   size_t at = job_library_offset(script);
   return at == std::string::npos ? std::string() : script.substr(at);

@@ -280,17 +280,26 @@ TEST_CASE("the job outlives the process that submitted it, and its Ctrl-C") {
   CHECK(lines_with(out, "done").size() == 2);
 }
 
-// Issue 35: status said FAILED and cancel "already ended" while the job's processes ran on.
-TEST_CASE("a supervisor that died: status says what still runs, and cancel ends all of it") {
-  Sandbox box;
-  auto backend = box.backend();
-  auto submitted = backend.submit(box.request(box.render("1n2g", "sleep")));
+// A 1n2g job of sleeping probes whose supervisor was then killed (SIGKILL): its state as the
+// supervisor last wrote it (its session's id: pgid).
+hpc::LocalJobState kill_supervisor_of_running_job(Sandbox& box, hpc::LocalBackend& backend,
+                                                  hpc::SubmitResult& submitted) {
+  submitted = backend.submit(box.request(box.render("1n2g", "sleep")));
   auto state = hpc::read_local_state(submitted.run_dir);
   REQUIRE(state);
   REQUIRE(wait_for_text(backend.status(submitted.job_id).stdout_path, "probe rank=", 2));
   REQUIRE(kill(state->supervisor_pid, SIGKILL) == 0);
+  return *state;
+}
+
+// Issue 35: status said FAILED and cancel "already ended" while the job's processes ran on.
+TEST_CASE("a supervisor that died: status says what still runs, and cancel ends all of it") {
+  Sandbox box;
+  auto backend = box.backend();
+  hpc::SubmitResult submitted;
+  const hpc::LocalJobState state = kill_supervisor_of_running_job(box, backend, submitted);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  const size_t left = hpc::processes_in_session(state->pgid).size();
+  const size_t left = hpc::processes_in_session(state.pgid).size();
   REQUIRE(left >= 4);  // the job itself still runs: bash, srun, 2 probes
   hpc::JobStatus s = backend.status(submitted.job_id);
   CHECK(s.state == "RUNNING");
@@ -300,7 +309,7 @@ TEST_CASE("a supervisor that died: status says what still runs, and cancel ends 
   backend.cancel(submitted.job_id);
   // (Zombies may stay: with the supervisor gone, their parent is init, which in a container
   // may not reap them; they run nothing.)
-  CHECK(hpc::processes_in_session(state->pgid).empty());
+  CHECK(hpc::processes_in_session(state.pgid).empty());
   s = backend.status(submitted.job_id);
   CHECK(s.state == "CANCELLED");
   CHECK(s.terminal());
@@ -310,13 +319,10 @@ TEST_CASE("a supervisor that died: status says what still runs, and cancel ends 
 TEST_CASE("a supervisor that died with its job is reported FAILED") {
   Sandbox box;
   auto backend = box.backend();
-  auto submitted = backend.submit(box.request(box.render("1n2g", "sleep")));
-  auto state = hpc::read_local_state(submitted.run_dir);
-  REQUIRE(state);
-  REQUIRE(wait_for_text(backend.status(submitted.job_id).stdout_path, "probe rank=", 2));
-  REQUIRE(kill(state->supervisor_pid, SIGKILL) == 0);
-  hpc::signal_session(state->pgid, SIGKILL);
-  for (int i = 0; i < 100 && !hpc::processes_in_session(state->pgid).empty(); ++i)
+  hpc::SubmitResult submitted;
+  const hpc::LocalJobState state = kill_supervisor_of_running_job(box, backend, submitted);
+  hpc::signal_session(state.pgid, SIGKILL);
+  for (int i = 0; i < 100 && !hpc::processes_in_session(state.pgid).empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   hpc::JobStatus s = wait_for_end(backend, submitted.job_id);
   CHECK(s.state == "FAILED");
