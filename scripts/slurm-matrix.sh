@@ -68,11 +68,11 @@ work=$(cd "$work" && pwd)
 root=""  # the root in use; the EXIT trap tears it down
 
 # What each root installs: that release's Slurm (as scripts/install-deps.sh's cluster packages,
-# with slurmdbd and MariaDB for the preflight tests' accounting cluster) and the launcher's build
-# dependencies. The tests are written for Catch2 2; trixie ships Catch2 3 (3.7.1), so the trixie
+# with slurmdbd and MariaDB for the preflight tests' accounting cluster, Charliecloud and the
+# static busybox for the container tests) and the launcher's build dependencies. The tests are written for Catch2 2; trixie ships Catch2 3 (3.7.1), so the trixie
 # root takes bookworm's catch2 2.13.10 (headers and CMake files only, Architecture: all).
 slurm_pkgs=(slurmctld slurmd slurm-client munge slurmdbd mariadb-server
-  openssh-server openssh-client iproute2 util-linux procps)
+  openssh-server openssh-client iproute2 util-linux procps charliecloud-runtime busybox-static)
 build_pkgs=(build-essential cmake ccache pkg-config nlohmann-json3-dev libcli11-dev libfmt-dev
   libkainjow-mustache-dev libssh-dev libssl-dev libre2-dev python3)
 catch2_pkg() { if [[ $1 == trixie ]]; then echo catch2/bookworm; else echo catch2; fi; }
@@ -86,10 +86,13 @@ trap on_exit EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# proc, sys (with the cgroup hierarchy), dev, apt's and ccache's caches.
+# The root bound onto itself (so that / is a mount point in it, as on a booted system:
+# testcluster.sh --ib-netns runs `mount --make-rslave /`), then proc, sys (with the cgroup
+# hierarchy), dev, apt's and ccache's caches.
 mount_root() {
   local suite=$1
   mkdir -p "$work/cache/apt-$suite/partial" "$work/cache/ccache-$suite" "$root/var/cache/ccache"
+  mount --bind "$root" "$root"
   mount -t proc proc "$root/proc"
   mount --rbind /sys "$root/sys"
   mount --make-rslave "$root/sys"

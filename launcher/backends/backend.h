@@ -72,6 +72,33 @@ class RequeueWatch {
   std::optional<std::chrono::steady_clock::time_point> since_;
 };
 
+// "Invalid job id" for a job that may still be there: right after a submit, or while slurmctld
+// restarts and reloads its state, a controller can answer that for a moment (a launcher that
+// believed one empty squeue dropped a live job: skypilot#10457). A job counts as gone only when
+// every answer for `grace` said so; one answer that finds it starts the count again.
+class LostWatch {
+ public:
+  // True while `found` is false but the first such answer is less than `grace` old; the first
+  // call of such a watch sets *started.
+  bool may_be_transient(bool found, std::chrono::duration<double> grace,
+                        bool* started = nullptr) {
+    if (found) {
+      since_.reset();
+      return false;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!since_) {
+      since_ = now;
+      if (started) *started = true;
+    }
+    return now - *since_ < grace;
+  }
+  bool watching() const { return since_.has_value(); }
+
+ private:
+  std::optional<std::chrono::steady_clock::time_point> since_;
+};
+
 struct LogChunk {
   bool exists = false;       // the file is there (a pending job has no log yet)
   std::string data;          // bytes from the requested offset

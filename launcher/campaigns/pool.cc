@@ -39,6 +39,12 @@ bool poll_one(Backend& backend, PoolJob& j, const PoolLimits& limits, const Pool
     j.message = "status: " + printable_first_line(e.what());  // transient: ask again next time
     return false;
   }
+  // A controller that restarts, or answers right after the submit, may not know the job for a
+  // moment: ask again until the answer held for lost_grace_s (backend.h LostWatch).
+  if (j.lost_watch.may_be_transient(s.found, std::chrono::duration<double>(limits.lost_grace_s))) {
+    j.message = "status: not known to the scheduler right now; asking again";
+    return false;
+  }
   if (!s.found) s.state = "LOST";
   std::string before = j.state;
   if (!s.stdout_path.empty()) j.log = s.stdout_path;

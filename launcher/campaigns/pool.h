@@ -30,6 +30,8 @@ struct PoolJob {
   // PREEMPTED / NODE_FAIL: the job stays active until requeue_settle_s has passed without
   // Slurm requeueing it (it then shows PENDING again).
   RequeueWatch requeue_watch;
+  // "Invalid job id": believed (state LOST) only after it held for lost_grace_s.
+  LostWatch lost_watch;
   long elapsed = -1;  // seconds, as the scheduler says; -1 unknown
 
   // Submitted and neither ended nor given up on (START_TIMEOUT, HUNG).
@@ -42,6 +44,7 @@ struct PoolLimits {
   long run_timeout_s = 0;      // running longer than this: cancelled, state HUNG; 0: no bound
   double poll_interval_s = 1.0;
   double requeue_settle_s = 10;  // how long a PREEMPTED / NODE_FAIL job is watched for a requeue
+  double lost_grace_s = 60;      // how long "Invalid job id" must hold before a job is LOST
 };
 
 struct PoolHooks {

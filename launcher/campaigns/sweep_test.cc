@@ -216,7 +216,34 @@ test::ScriptedJob preempted_then_requeued() {
            {"COMPLETED"}},
           {{"metrics.jsonl", kMetrics}}};
 }
+// A controller restart in the middle: "Invalid job id" twice, then the job again.
+test::ScriptedJob unknown_for_a_moment() {
+  return {{{"RUNNING", 0, "log\n"}, {"GONE"}, {"GONE"}, {"RUNNING"}, {"COMPLETED"}},
+          {{"metrics.jsonl", kMetrics}}};
+}
 }  // namespace
+
+TEST_CASE("a point the controller does not know for a moment is measured, not LOST", "[sweep]") {
+  fs::path dir = fs::temp_directory_path() / ("sweep_lost_test_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "runs");
+  SweepConfig c;
+  c.presets = {"1n1g"};
+  c.strategies = {"ddp"};
+  c.poll_interval_s = 0.02;
+  c.no_project = true;
+  c.out_dir = (dir / "sw").string();
+  BackendChoice choice;
+  choice.runs_dir = (dir / "runs").string();
+  test::ScriptedBackend backend("local", 400);
+  backend.on_name("-1n1g-", unknown_for_a_moment());
+  CHECK(run_sweep(c, choice, {"hpclaunch", "sweep"}, &backend) == 0);
+  auto rows = parse_results_csv(read_input_file(dir / "sw/results.csv"), "results.csv");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].state == "COMPLETED");
+  CHECK(backend.polls("400") >= 5);
+  fs::remove_all(dir);
+}
 
 TEST_CASE("a sweep keeps failed and never-started points as rows, and resumes only those",
           "[sweep]") {

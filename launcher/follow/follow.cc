@@ -111,6 +111,8 @@ class Follower {
   std::string unreachable_;
   std::chrono::steady_clock::time_point unreachable_since_;
   int failed_polls_ = 0;
+  LostWatch lost_watch_;     // "Invalid job id" answers, until they held for o_.lost_grace
+  bool seen_found_ = false;  // the scheduler knew the job at least once in this follow
   std::string unreachable_error_;  // the last "cannot reach the scheduler", for logs without -f
   bool output_closed_ = false;
   LogTail stdout_, stderr_;
@@ -188,6 +190,20 @@ void Follower::poll_state() {
       say("reached the scheduler again; following job " + id_);
       unreachable_.clear();
     }
+    bool started = false;
+    const bool was_lost = lost_watch_.watching();
+    if (o_.follow && (o_.just_submitted || seen_found_) &&
+        lost_watch_.may_be_transient(s.found, o_.lost_grace, &started)) {
+      if (started) {
+        say("job " + id_ + " is not known to the scheduler right now" +
+            (s.detail.empty() ? "" : " (" + printable_first_line(s.detail) + ")") +
+            "; asking again for up to " + std::to_string(o_.lost_grace.count() / 1000) +
+            " s (a controller that restarts answers so for a moment)");
+      }
+      return;  // the last answer stands
+    }
+    if (was_lost && s.found) say("job " + id_ + " is known again; following it");
+    seen_found_ = seen_found_ || s.found;
     status_ = s;
     have_status_ = true;
   } catch (const BackendError& e) {

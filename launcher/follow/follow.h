@@ -47,6 +47,10 @@ struct FollowOptions {
   // How long a PREEMPTED/NODE_FAIL job is watched for Slurm requeueing it before follow ends.
   std::chrono::milliseconds requeue_settle{10000};
   std::string known_stdout_path;  // the log, when the scheduler no longer knows the job
+  // With follow, "Invalid job id" for a job this follow has seen (or that was just submitted)
+  // is believed only after it held for this long (backend.h LostWatch: a controller restart).
+  bool just_submitted = false;
+  std::chrono::milliseconds lost_grace{60000};
   // Without follow: unreachable-scheduler polls before giving up (BackendUnreachable, exit 69);
   // any other backend error ends it at once. With follow, a restart is waited out.
   int unreachable_tries = 3;

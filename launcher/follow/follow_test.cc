@@ -154,3 +154,48 @@ TEST_CASE("follow: a dependency that can never be satisfied ends the wait, job l
   CHECK(err.str().find("Remove it: hpclaunch cancel 12") != std::string::npos);
   CHECK(b.cancelled.empty());
 }
+
+TEST_CASE("follow: a job the controller does not know for a moment is followed on",
+          "[follow][lost]") {
+  // A controller restart: two "Invalid job id" answers in the middle of the run.
+  auto b = scripted("12", {{"RUNNING", 0, "0: step 1\n"},
+                           {"GONE"},
+                           {"GONE"},
+                           {"RUNNING", 0, "0: step 2\n"},
+                           {"COMPLETED", 0, "0: step 3\n", 0}});
+  auto o = fast();
+  std::ostringstream out, err;
+  CHECK(hpc::follow_job(b, "12", o, out, err) == 0);
+  INFO(err.str());
+  CHECK(out.str() == "0: step 1\n0: step 2\n0: step 3\n");
+  CHECK(err.str().find("job 12 is not known to the scheduler right now (slurm_load_jobs error: "
+                       "Invalid job id specified); asking again for up to 60 s") !=
+        std::string::npos);
+  CHECK(err.str().find("job 12 is known again; following it") != std::string::npos);
+  CHECK(err.str().find("COMPLETED") != std::string::npos);
+}
+
+TEST_CASE("follow: a job that stays unknown for the grace time is lost", "[follow][lost]") {
+  auto b = scripted("13", {{"RUNNING", 0, "0: step 1\n"}, {"GONE"}});
+  auto o = fast();
+  o.lost_grace = 100ms;
+  std::ostringstream out, err;
+  CHECK(hpc::follow_job(b, "13", o, out, err) == hpc::follow_exit::kLost);
+  CHECK(b.polls("13") > 3);  // asked again during the grace time
+  CHECK(err.str().find("job 13 is not known to the scheduler (slurm_load_jobs error") !=
+        std::string::npos);
+}
+
+TEST_CASE("follow: a job never seen (logs -f of an old id) is not waited for", "[follow][lost]") {
+  auto b = scripted("14", {{"GONE"}});
+  auto o = fast();  // just_submitted = false, the default grace of 60 s
+  std::ostringstream out, err;
+  CHECK(hpc::follow_job(b, "14", o, out, err) == hpc::follow_exit::kLost);
+  CHECK(b.polls("14") == 1);
+  // Right after a submit, the same answer is asked again first.
+  auto c = scripted("15", {{"GONE"}, {"PENDING"}, {"COMPLETED", 0, "done\n", 0}});
+  o.just_submitted = true;
+  std::ostringstream out2, err2;
+  CHECK(hpc::follow_job(c, "15", o, out2, err2) == 0);
+  CHECK(out2.str() == "done\n");
+}

@@ -314,6 +314,7 @@ int submit_and_follow(const Spec& spec, const std::string& script, const Backend
     return 0;
   }
   FollowOptions f;
+  f.just_submitted = true;
   f.live_status = isatty(STDERR_FILENO);
   // A local job lives on this machine like a foreground program: Ctrl-C stops it.
   f.cancel_on_interrupt = options.cancel_on_interrupt || record.backend == "local";

@@ -23,6 +23,8 @@ teardown_root() {
   findmnt -rn -o TARGET | { grep -F "$r/" || true; } | sort -r | while read -r m; do
     umount -l "$m" 2>/dev/null || true
   done
+  # The root itself, where it was bound onto itself (slurm-matrix.sh: / is a mount point there).
+  while findmnt -rn -o TARGET | grep -qxF "$r"; do umount -l "$r" 2>/dev/null || break; done
 }
 
 # make_minbase SUITE TARBALL LOG: debootstrap's minbase of SUITE, kept as TARBALL (made once).

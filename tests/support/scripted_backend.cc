@@ -61,6 +61,11 @@ JobStatus ScriptedBackend::status(const std::string& job_id) {
   if (j.polls < j.script.steps.size()) j.log += j.script.steps[j.polls].log;
   ++j.polls;
   const ScriptedStep& step = j.current();
+  if (step.state == "GONE" && !j.cancelled_while_active) {
+    s.found = false;
+    s.detail = "slurm_load_jobs error: Invalid job id specified";
+    return s;
+  }
   s.state = j.cancelled_while_active ? "CANCELLED" : step.state;
   s.restarts = step.restarts;
   s.exit_code = j.cancelled_while_active ? -1 : step.exit_code;

@@ -24,7 +24,8 @@ namespace hpc::test {
 
 // One status() answer.
 struct ScriptedStep {
-  std::string state;     // JobState: PENDING, RUNNING, COMPLETED, PREEMPTED, ...
+  std::string state;     // JobState: PENDING, RUNNING, COMPLETED, PREEMPTED, ...; GONE:
+                         // "Invalid job id" (found = false), as a controller may answer
   int restarts = 0;      // Restarts=
   std::string log{};     // appended to the job's log when this step is first reported
   int exit_code = -1;    // ExitCode=N:0
