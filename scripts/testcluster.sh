@@ -9,6 +9,9 @@
 #                                 [--accounting] [--ib-netns]
 #   scripts/testcluster.sh down   [--dir D]
 #   scripts/testcluster.sh status [--dir D]      exit 0 when up, 3 when down
+#   scripts/testcluster.sh restart-ctld [--dir D] [--down S]
+#                                 stops slurmctld (it saves its state), waits S seconds (default
+#                                 0), starts it again on that state: jobs and their ids live on
 #   eval "$(scripts/testcluster.sh env [--dir D])"
 #
 # Everything lives under D (default /tmp/hpclaunch-testcluster): etc/ (slurm.conf, gres.conf),
@@ -56,7 +59,7 @@ die() {
 log() { echo "testcluster: $*" >&2; }
 
 usage() {
-  sed -n '8,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '8,15p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -73,6 +76,7 @@ timeout_s=60
 accounting=0
 ib=0
 ib_netns=""
+down_s=0
 while (($#)); do
   case $1 in
     --dir) dir=${2:?--dir needs a value}; shift 2 ;;
@@ -82,11 +86,12 @@ while (($#)); do
     --timeout) timeout_s=${2:?--timeout needs a value}; shift 2 ;;
     --accounting) accounting=1; shift ;;
     --ib-netns) ib=1; shift ;;
+    --down) down_s=${2:?--down needs seconds}; shift 2 ;;
     -h|--help) usage ;;
     *) echo "testcluster: unknown argument '$1'" >&2; usage ;;
   esac
 done
-for n in "$nodes" "$ssh_port" "$port_base" "$timeout_s"; do
+for n in "$nodes" "$ssh_port" "$port_base" "$timeout_s" "$down_s"; do
   [[ $n =~ ^[0-9]+$ ]] || die "'$n' is not a number"
 done
 ((nodes >= 1 && nodes <= 99)) || die "--nodes must be 1..99 (node names are node01..node99)"
@@ -768,6 +773,26 @@ stop_daemons() {
   if pid=$(munged_pid); then stop_pids 5 "$pid"; fi
 }
 
+# ---------------------------------------------------------------- restart-ctld
+# A controller restart as an admin's `systemctl restart slurmctld` makes it: SIGTERM (slurmctld
+# saves its state and leaves; slurmd's and running jobs go on), a pause, and a start without -c,
+# which recovers the jobs from StateSaveLocation. Clients see "Unable to contact slurm
+# controller" meanwhile.
+cmd_restart_ctld() {
+  local pid deadline=$((SECONDS + timeout_s))
+  become_root
+  ((!ib)) || die "restart-ctld: not for an --ib-netns cluster"
+  pid=$(slurmctld_pid) || die "restart-ctld: no slurmctld of $D runs"
+  stop_pids 10 "$pid"
+  log "restart-ctld: slurmctld stopped; starting it again in ${down_s} s"
+  sleep "$down_s"
+  cat "$D/log/slurmctld.log" >>"$D/log/slurmctld.log.prev" 2>/dev/null || true
+  : >"$D/log/slurmctld.log"
+  "$SLURM_SBIN/slurmctld" -f "$conf"
+  wait_for "slurmctld" "$D/log/slurmctld.log" ctld_ok
+  log "restart-ctld: slurmctld is up again ($D)"
+}
+
 # ---------------------------------------------------------------- status, env
 cmd_status() {
   if ((ib)) && ! inside_netns; then
@@ -804,6 +829,7 @@ case $verb in
   up) cmd_up ;;
   down) cmd_down ;;
   status) cmd_status ;;
+  restart-ctld) cmd_restart_ctld ;;
   env) cmd_env ;;
   -h|--help|help) usage ;;
   *) echo "testcluster: unknown verb '$verb'" >&2; usage ;;
