@@ -141,6 +141,13 @@ ssh_session SshHost::new_session() const {
     }
   };
   set(SSH_OPTIONS_HOST, options_.host.c_str(), "host");
+  // libssh prints warnings to stderr (skipped known_hosts files, unknown global requests; libssh
+  // 0.11 of Debian 13 also each config option it does not know, "Unsupported option:
+  // BatchMode"), also when the config says LogLevel: our errors say what matters in one line.
+  // Quiet before the config is read and again after it. LIBSSH_DEBUG=N still shows them.
+  const bool quiet = std::getenv("LIBSSH_DEBUG") == nullptr;
+  int no_log = SSH_LOG_NOLOG;
+  if (quiet) set(SSH_OPTIONS_LOG_VERBOSITY, &no_log, "log level");
   // Read the config after the host is set: its Host blocks match the name given here.
   const char* config = options_.config_file.empty() ? nullptr : options_.config_file.c_str();
   if (ssh_options_parse_config(s.get(), config) != SSH_OK) {
@@ -164,13 +171,7 @@ ssh_session SshHost::new_session() const {
   // Every SFTP call waits for its answer: Nagle's algorithm would add a delayed ACK to each.
   int nodelay = 1;
   set(SSH_OPTIONS_NODELAY, &nodelay, "TCP_NODELAY");
-  // libssh prints warnings to stderr (skipped known_hosts files, unknown global requests),
-  // also when the config says LogLevel: our errors say what matters in one line.
-  // LIBSSH_DEBUG=N still shows them.
-  if (std::getenv("LIBSSH_DEBUG") == nullptr) {
-    int quiet = SSH_LOG_NOLOG;
-    set(SSH_OPTIONS_LOG_VERBOSITY, &quiet, "log level");
-  }
+  if (quiet) set(SSH_OPTIONS_LOG_VERBOSITY, &no_log, "log level");
   ssh_set_callbacks(s.get(), session_callbacks());
   return s.release();
 }
