@@ -6,8 +6,12 @@
 #   build-torch2/  the main hpctrain build (LibTorch 2.x with CUDA and NCCL from the torch wheel,
 #                  cmake --preset torch2-cuda; docs/libtorch2.md): hpctrain and its tests
 #                  (unit:trainer2:*, integration:trainer2:*) on the CPU
-# Arguments go to both ctest runs. Both run even when the first fails; the exit status is
-# non-zero when either failed. Under CI=true a missing LibTorch 2.x fails the run (configure).
+#   Slurm 24.11    the cluster-backed test groups again on Debian 13's Slurm 24.11.5, in a
+#                  Debian 13 root of their own (scripts/slurm-matrix.sh --suites trixie;
+#                  docs/slurm-versions.md); build/ runs them on this machine's Slurm 22.05.8
+# Arguments go to both ctest runs (and then skip the 24.11 run: a chosen subset). All runs go
+# on when one fails; the exit status is non-zero when any failed. Under CI=true a missing
+# LibTorch 2.x fails the run (configure).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -21,4 +25,11 @@ status=0
 (cd build && ctest --output-on-failure -j"$(nproc)" "$@") || status=1
 echo "test.sh: now the LibTorch 2.x build (build-torch2)"
 (cd build-torch2 && ctest --output-on-failure -j"$(nproc)" "$@") || status=1
+if (($# == 0)); then
+  echo "test.sh: now the cluster tests on Slurm 24.11 (scripts/slurm-matrix.sh --suites trixie)"
+  sudo_=()
+  [[ $(id -u) -eq 0 ]] || sudo_=(sudo -n)
+  scripts/install-deps.sh --fresh-root # debootstrap
+  "${sudo_[@]}" scripts/slurm-matrix.sh --suites trixie || status=1
+fi
 exit "${status}"
