@@ -124,10 +124,19 @@ mount_root() {
 # of its own: hostname matrix-SUITE, the loopback and one veth address (slurmctld asks getaddrinfo
 # with AI_ADDRCONFIG, which ignores the loopback; the veth's peer stays inside). 192.0.2.0/24 is
 # TEST-NET-1. $2 = online keeps the host's network (apt).
+# The root is entered with pivot_root in a mount namespace of its own, not chroot: the kernel
+# refuses a user namespace to a chrooted process (EPERM), and Charliecloud's ch-run (the
+# container tests) needs one. USE_LIBUV=0: Debian 13's python3-torch 2.6 is built without libuv,
+# and its TCPStore asks for it by default ("use_libuv was requested but PyTorch was build
+# without libuv support"); torch reads USE_LIBUV from the environment.
 in_root() {
   local cmd=$1 net=${2:-}
-  local inner=(chroot "$root" /usr/bin/env -i HOME=/root USER=root LOGNAME=root TERM=dumb
-    LANG=C.UTF-8 CI=true CCACHE_DIR=/var/cache/ccache DEBIAN_FRONTEND=noninteractive
+  # shellcheck disable=SC2016  # $1 and $@ expand in the inner shell
+  local inner=(unshare --mount --propagation private -- /bin/sh -c 'cd "$1" && shift &&
+    mkdir -p .pivot-old && pivot_root . .pivot-old && umount -l /.pivot-old &&
+    rmdir /.pivot-old && exec "$@"' sh "$root"
+    /usr/bin/env -i HOME=/root USER=root LOGNAME=root TERM=dumb
+    LANG=C.UTF-8 CI=true CCACHE_DIR=/var/cache/ccache DEBIAN_FRONTEND=noninteractive USE_LIBUV=0
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
     nice -n "$niceness" /bin/bash -c "$cmd")
   if [[ $net == online ]]; then
@@ -175,6 +184,8 @@ new_root() {
     teardown_root "$root"
     tar -C "$root" --one-file-system -cf "$tarball.tmp" .
     mv "$tarball.tmp" "$tarball"
+    # An earlier package list's root is not used again.
+    find "$work/cache" -maxdepth 1 -name "$suite-packages-*.tar" ! -name "${tarball##*/}" -delete
     mount_root "$suite"
   fi
   printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' >"$root/etc/hosts"

@@ -364,6 +364,12 @@ StrictModes no
 SetEnv SLURM_CONF=$conf
 Subsystem sftp internal-sftp
 EOF
+  # OpenSSH 9.8+ (Debian 13's 10.0) penalises a source whose connections end without a login
+  # (the readiness probe, the tests of dropped connections) by refusing it for a while:
+  # "Connection reset by peer" for the next test. 9.2 (Debian 12) has no such option.
+  if /usr/sbin/sshd -G -f /dev/null -o PerSourcePenalties=no >/dev/null 2>&1; then
+    echo "PerSourcePenalties no"
+  fi
 }
 
 # Host $1 logging in with key $2.
