@@ -249,7 +249,8 @@ std::vector<std::string> split_jumps(const std::string& list, const std::string&
   size_t pos = 0;
   while (true) {
     const size_t comma = list.find(',', pos);
-    std::string hop = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    const size_t end = comma == std::string::npos ? list.size() : comma;
+    std::string hop = list.substr(pos, end - pos);
     if (!valid_hop(hop)) {
       throw BackendError(where + ": \"" + comment_text(hop) +
                          "\" is not a jump host; write [user@]host[:port] or an ssh config "

@@ -22,6 +22,8 @@
 #              (exit 2); no terminal: one line, exit 2, nothing submitted, no code sent
 #   sweep      a 10-point sweep through kbdjump,jumpB on a terminal: one prompt, and one login on
 #              each of kbdjump, jumpB and the login node ("Accepted" lines in their logs)
+#   reconnect  jumpB drops the connection while run follows a job: the whole chain is built
+#              again (one more login on each hop), the follow ends with the job, exit 0
 # Missing tools (ip, nsenter, sshd, python3): skipped (77), FAIL under CI=true.
 set -euo pipefail
 case_name=$1 dir=$2 hpclaunch=$3 pty_answer=$4
@@ -300,6 +302,33 @@ case $case_name in
     l=$(($(accepted "$login_log") - l0))
     echo "10-point sweep through kbdjump,jumpB: logins kbdjump $k, jumpB $b, login node $l; 1 prompt"
     ((k == 1 && b == 1 && l == 1)) || fail "logins: kbdjump $k, jumpB $b, login node $l (not 1)"
+    ;;
+  reconnect)
+    # shellcheck disable=SC2016  # expanded by the job
+    printf '%s\n' '#!/bin/bash' 'sleep 8' 'echo "probe rank=$SLURM_PROCID done"' >slow.sh
+    chmod 755 slow.sh
+    a0=$(accepted "$J/jumpA.log") b0=$(accepted "$J/jumpB.log") l0=$(accepted "$login_log")
+    timeout 300 "$hpclaunch" run "${job_args[@]}" --set "trainer.program=$work/slow.sh" \
+      --host login --jump jumpA,jumpB --ssh-config "$J/config" >follow.out 2>follow.err &
+    follower=$!
+    for _ in $(seq 100); do
+      grep -q "submitted job" follow.err 2>/dev/null && break
+      sleep 0.1
+    done
+    sleep 2
+    # jumpB's connection processes (children of the sshd this test started) end: the hop drops.
+    mapfile -t conns < <(pgrep -P "$(<"$J/jumpB.pid")")
+    ((${#conns[@]} > 0)) || fail "no connection on jumpB to drop"
+    kill "${conns[@]}"
+    rc=0
+    wait "$follower" || rc=$?
+    ((rc == 0)) || fail "run whose jump host dropped: exit $rc"
+    expect follow.out "probe rank=0 done" "run: no probe line after the drop"
+    expect follow.err "COMPLETED with exit code 0" "run: not COMPLETED after the drop"
+    a=$(($(accepted "$J/jumpA.log") - a0)) b=$(($(accepted "$J/jumpB.log") - b0))
+    l=$(($(accepted "$login_log") - l0))
+    echo "a jump host dropped under run's follow: logins jumpA $a, jumpB $b, login node $l"
+    ((a == 2 && b == 2 && l == 2)) || fail "not one new login on each hop after the drop"
     ;;
   *) fail "unknown case $case_name" ;;
 esac
