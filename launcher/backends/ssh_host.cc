@@ -176,9 +176,10 @@ void SshHost::reconnect(const std::string& why) {
 }
 
 void SshHost::open_session() {
+  // Declared first, so destroyed last: a session that ran over the chain says goodbye over it.
+  std::unique_ptr<JumpChain> chain;
   SessionPtr s(new_session());
   const Route route = route_of(s.get(), options_.jump, options_.host);
-  std::unique_ptr<JumpChain> chain;
   if (!route.jumps.empty()) {
     chain = connect_jumps(route.jumps, session_hostname(s.get()), session_port(s.get()));
     int fd = chain->next_fd();
@@ -205,6 +206,7 @@ void SshHost::open_session() {
 std::unique_ptr<JumpChain> SshHost::connect_jumps(std::vector<std::string> hops,
                                                   const std::string& host, unsigned int port) {
   constexpr size_t kMaxHops = 8;
+  auto chain = std::make_unique<JumpChain>();  // outlives the sessions that run over it
   std::vector<SessionPtr> sessions;
   for (size_t i = 0; i < hops.size(); ++i) {
     if (hops.size() > kMaxHops) {
@@ -216,9 +218,9 @@ std::unique_ptr<JumpChain> SshHost::connect_jumps(std::vector<std::string> hops,
     // The first hop's route is its own; every later one is reached over the hop before it.
     Route route = route_of(hop.get(), i == 0 ? "" : "none", hops[i]);
     if (i == 0 && !route.jumps.empty()) {
+      // Its hops go first; then look at the (new) first hop again.
       hops.insert(hops.begin(), route.jumps.begin(), route.jumps.end());
-      sessions.clear();
-      i = static_cast<size_t>(-1);
+      --i;  // wraps to the largest size_t; the loop's ++i makes it 0
       continue;
     }
     if (options_.config_from_record && !route.command.empty()) {
@@ -229,7 +231,6 @@ std::unique_ptr<JumpChain> SshHost::connect_jumps(std::vector<std::string> hops,
     }
     sessions.push_back(std::move(hop));
   }
-  auto chain = std::make_unique<JumpChain>();
   for (size_t i = 0; i < sessions.size(); ++i) {
     ssh_session hop = sessions[i].get();
     const std::string description = "jump host " + describe_session(hop, hops[i]);
