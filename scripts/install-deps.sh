@@ -34,6 +34,8 @@ cluster_pkgs=(slurmctld slurmd slurm-client munge openssh-server openssh-client 
   # slurm:container: ch-run (Charliecloud, a real HPC container runtime) runs the tasks in an
   # image the test builds from the static busybox (tests/slurm/container_test.cc).
   charliecloud-runtime busybox-static
+  # ssh:jump_kbdint: the jump sshd asks for a one-time code through PAM (pam_exec, pam_permit)
+  libpam-modules
   # testcluster.sh --accounting (the preflight tests): slurmdbd with MariaDB, as sites run it
   slurmdbd mariadb-server)
 # python3: the tests' reference implementation and helper scripts (the product needs no Python).

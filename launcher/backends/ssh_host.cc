@@ -25,36 +25,10 @@ using namespace ssh_detail;
 
 namespace {
 
-// Never ask for a passphrase on the terminal: an encrypted key belongs in ssh-agent.
-int no_passphrase(const char*, char*, size_t, int, int, void*) { return -1; }
-
-ssh_callbacks_struct* session_callbacks() {
-  static ssh_callbacks_struct callbacks = [] {
-    ssh_callbacks_struct cb{};
-    ssh_callbacks_init(&cb);
-    cb.auth_function = no_passphrase;
-    return cb;
-  }();
-  return &callbacks;
-}
-
 std::string local_user() {
   if (const passwd* pw = getpwuid(getuid()); pw && pw->pw_name) return pw->pw_name;
   const char* u = std::getenv("USER");
   return u ? u : "";
-}
-
-std::string auth_methods(int methods) {
-  std::string out;
-  auto add = [&](int bit, const char* name) {
-    if (methods & bit) out += (out.empty() ? "" : ", ") + std::string(name);
-  };
-  add(SSH_AUTH_METHOD_PUBLICKEY, "publickey");
-  add(SSH_AUTH_METHOD_PASSWORD, "password");
-  add(SSH_AUTH_METHOD_INTERACTIVE, "keyboard-interactive");
-  add(SSH_AUTH_METHOD_HOSTBASED, "hostbased");
-  add(SSH_AUTH_METHOD_GSSAPI_MIC, "gssapi-with-mic");
-  return out.empty() ? "no method we could see" : out;
 }
 
 }  // namespace
@@ -81,7 +55,9 @@ void refuse_commands_in_config(const std::string& path, const std::string& text)
     if (first == std::string::npos || lower[first] == '#') continue;
     const size_t word_end = lower.find_first_of(" \t=", first);
     const std::string word = lower.substr(first, word_end - first);
-    const bool runs = word == "proxycommand" || word == "proxyjump" || word == "localcommand" ||
+    // ProxyJump is data: hpclaunch connects to its hops itself, checking their keys
+    // (ssh_jump.cc); no command runs for it.
+    const bool runs = word == "proxycommand" || word == "localcommand" ||
                       word == "knownhostscommand" || word == "include" ||
                       (word == "match" && lower.find("exec", first) != std::string::npos);
     if (!runs) continue;
@@ -116,68 +92,34 @@ SshHost::SshHost(SshHostOptions options) : options_(std::move(options)) {
   // Resolve aliases now: name() and every message say where we really connect.
   SessionPtr s(new_session());
   char* value = nullptr;
-  std::string hostname =
-      ssh_options_get(s.get(), SSH_OPTIONS_HOST, &value) == SSH_OK ? take_string(value) : "";
-  value = nullptr;
   std::string user =
       ssh_options_get(s.get(), SSH_OPTIONS_USER, &value) == SSH_OK ? take_string(value) : "";
   if (user.empty()) user = local_user();
-  unsigned int port = 22;
-  ssh_options_get_port(s.get(), &port);
-  name_ = user + "@" + hostname + ":" + std::to_string(port);
-  std::string alias = options_.host.substr(options_.host.find('@') + 1);
-  description_ = alias == hostname ? name_ : alias + " (" + name_ + ")";
+  name_ = user + "@" + session_hostname(s.get()) + ":" + std::to_string(session_port(s.get()));
+  description_ = describe_session(s.get(), options_.host);
+  // The jump hosts, read now: a hop hpclaunch cannot read is bad input before anything runs.
+  const Route route = route_of(s.get(), options_.jump, options_.host);
+  if (options_.config_from_record && !route.command.empty()) {
+    throw UserError(options_.config_file, "a ProxyCommand for " + options_.host +
+                    " in the ssh_config that run.json names: a run directory's record is "
+                    "read as data and runs no command",
+                    "pass --ssh-config " + options_.config_file + " to trust that file");
+  }
+  if (!route.jumps.empty()) {
+    std::string via;
+    for (const auto& hop : route.jumps) via += (via.empty() ? "" : ",") + hop;
+    description_ += " via " + via;
+  }
 }
 
 SshHost::~SshHost() { disconnect(); }
 
 ssh_session SshHost::new_session() const {
-  SessionPtr s(ssh_new());
-  if (!s) throw BackendError("cannot create an SSH session (out of memory)");
-  auto set = [&](ssh_options_e option, const void* value, const char* what) {
-    if (ssh_options_set(s.get(), option, value) != SSH_OK) {
-      throw BackendError("invalid SSH " + std::string(what) + " for " + options_.host + ": " +
-                         error_of(s.get()));
-    }
-  };
-  set(SSH_OPTIONS_HOST, options_.host.c_str(), "host");
-  // libssh prints warnings to stderr (skipped known_hosts files, unknown global requests; libssh
-  // 0.11 of Debian 13 also each config option it does not know, "Unsupported option:
-  // BatchMode"), also when the config says LogLevel: our errors say what matters in one line.
-  // Quiet before the config is read and again after it. LIBSSH_DEBUG=N still shows them.
-  const bool quiet = std::getenv("LIBSSH_DEBUG") == nullptr;
-  int no_log = SSH_LOG_NOLOG;
-  if (quiet) set(SSH_OPTIONS_LOG_VERBOSITY, &no_log, "log level");
-  // Read the config after the host is set: its Host blocks match the name given here.
-  const char* config = options_.config_file.empty() ? nullptr : options_.config_file.c_str();
-  if (ssh_options_parse_config(s.get(), config) != SSH_OK) {
-    throw BackendError("cannot parse the ssh config " +
-                       (config ? options_.config_file : std::string("~/.ssh/config")) + ": " +
-                       error_of(s.get()));
-  }
-  // Explicit options override the config.
-  if (!options_.user.empty()) set(SSH_OPTIONS_USER, options_.user.c_str(), "user");
-  if (options_.port > 0) {
-    unsigned int port = static_cast<unsigned int>(options_.port);
-    set(SSH_OPTIONS_PORT, &port, "port");
-  }
-  if (!options_.known_hosts_file.empty())
-    set(SSH_OPTIONS_KNOWNHOSTS, options_.known_hosts_file.c_str(), "known_hosts file");
-  long timeout = std::max<long>(1, static_cast<long>(options_.connect_timeout.count()));
-  set(SSH_OPTIONS_TIMEOUT, &timeout, "timeout");
-  // Unknown keys are refused unless accept_new_host_key, whatever the config says.
-  int strict = 1;
-  set(SSH_OPTIONS_STRICTHOSTKEYCHECK, &strict, "StrictHostKeyChecking");
-  // Every SFTP call waits for its answer: Nagle's algorithm would add a delayed ACK to each.
-  int nodelay = 1;
-  set(SSH_OPTIONS_NODELAY, &nodelay, "TCP_NODELAY");
-  if (quiet) set(SSH_OPTIONS_LOG_VERBOSITY, &no_log, "log level");
-  ssh_set_callbacks(s.get(), session_callbacks());
-  return s.release();
+  return make_session(options_, options_.host, true).release();
 }
 
 bool SshHost::session_alive() const {
-  return session_ != nullptr && ssh_is_connected(session_) &&
+  return session_ != nullptr && ssh_is_connected(session_) && (!chain_ || chain_->alive()) &&
          (ssh_get_status(session_) & (SSH_CLOSED | SSH_CLOSED_ERROR)) == 0;
 }
 
@@ -190,6 +132,7 @@ void SshHost::disconnect() {
     SessionDeleter{}(session_);
     session_ = nullptr;
   }
+  chain_.reset();  // after the session that ran over it
 }
 
 void SshHost::connect() {
@@ -233,103 +176,84 @@ void SshHost::reconnect(const std::string& why) {
 }
 
 void SshHost::open_session() {
+  // Declared first, so destroyed last: a session that ran over the chain says goodbye over it.
+  std::unique_ptr<JumpChain> chain;
   SessionPtr s(new_session());
+  const Route route = route_of(s.get(), options_.jump, options_.host);
+  if (!route.jumps.empty()) {
+    chain = connect_jumps(route.jumps, session_hostname(s.get()), session_port(s.get()));
+    int fd = chain->next_fd();
+    if (ssh_options_set(s.get(), SSH_OPTIONS_FD, &fd) != SSH_OK)
+      throw BackendError("cannot connect over the jump hosts: " + error_of(s.get()));
+  }
   if (ssh_connect(s.get()) != SSH_OK) throw NetworkError(error_of(s.get()));
-
-  // The host key, before anything is sent that a server should not see.
-  ssh_key raw_key = nullptr;
-  if (ssh_get_server_publickey(s.get(), &raw_key) != SSH_OK) throw NetworkError(error_of(s.get()));
-  KeyPtr key(raw_key);
-  unsigned char* hash = nullptr;
-  size_t hash_len = 0;
-  std::string fingerprint = "(no fingerprint)";
-  if (ssh_get_publickey_hash(key.get(), SSH_PUBLICKEY_HASH_SHA256, &hash, &hash_len) == SSH_OK) {
-    fingerprint = take_string(ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, hash_len));
-    ssh_clean_pubkey_hash(&hash);
-  }
-  std::string key_text =
-      std::string(ssh_key_type_to_char(ssh_key_type(key.get()))) + " key " + fingerprint;
-  char* value = nullptr;
-  std::string known_hosts = ssh_options_get(s.get(), SSH_OPTIONS_KNOWNHOSTS, &value) == SSH_OK
-                                ? take_string(value)
-                                : "~/.ssh/known_hosts";
-  unsigned int port = 22;
-  ssh_options_get_port(s.get(), &port);
-  value = nullptr;
-  std::string hostname =
-      ssh_options_get(s.get(), SSH_OPTIONS_HOST, &value) == SSH_OK ? take_string(value) : "";
-  std::string entry = port == 22 ? hostname : "[" + hostname + "]:" + std::to_string(port);
-
-  switch (ssh_session_is_known_server(s.get())) {
-    case SSH_KNOWN_HOSTS_OK:
-      break;
-    case SSH_KNOWN_HOSTS_CHANGED:
-    case SSH_KNOWN_HOSTS_OTHER:
-      throw BackendError("refusing " + description_ + ": its host key (" + key_text +
-                         ") differs from the one recorded for " + entry + " in " + known_hosts +
-                         "; someone may be intercepting the connection (or the host was "
-                         "reinstalled): confirm the new key with the cluster's admins, then "
-                         "remove the old entry with ssh-keygen -R '" +
-                         entry + "' -f " + known_hosts);
-    case SSH_KNOWN_HOSTS_UNKNOWN:
-    case SSH_KNOWN_HOSTS_NOT_FOUND:
-      if (!options_.accept_new_host_key) {
-        throw BackendError("refusing " + description_ + ": its host key (" + key_text +
-                           ") is not in " + known_hosts +
-                           "; if that is the login node's key, "
-                           "rerun with --accept-new-host-key, or add it to " +
-                           known_hosts + " (ssh-keyscan -p " + std::to_string(port) + " " +
-                           hostname + ")");
-      }
-      if (ssh_session_update_known_hosts(s.get()) != SSH_OK) {
-        throw BackendError("cannot record the host key of " + description_ + " in " + known_hosts +
-                           ": " + error_of(s.get()));
-      }
-      break;
-    case SSH_KNOWN_HOSTS_ERROR:
-    default:
-      throw BackendError("cannot check the host key of " + description_ + " against " +
-                         known_hosts + ": " + error_of(s.get()));
-  }
-
-  // Log in with a key: the identity file given, else ssh-agent and the config's/default keys.
-  int rc;
-  std::string tried;
-  if (!options_.identity_file.empty()) {
-    ssh_key raw = nullptr;
-    if (ssh_pki_import_privkey_file(options_.identity_file.c_str(), nullptr, no_passphrase, nullptr,
-                                    &raw) != SSH_OK) {
-      throw BackendError("cannot load the identity file " + options_.identity_file +
-                         " (is it a private key? an encrypted one must be added to ssh-agent "
-                         "with ssh-add, then leave out the identity file)");
-    }
-    KeyPtr identity(raw);
-    rc = ssh_userauth_publickey(s.get(), nullptr, identity.get());
-    tried = "the key " + options_.identity_file;
-  } else {
-    rc = ssh_userauth_publickey_auto(s.get(), nullptr, nullptr);
-    tried = "ssh-agent and the keys of the ssh config and ~/.ssh";
-  }
-  if (rc == SSH_AUTH_ERROR) throw NetworkError(error_of(s.get()));
-  if (rc == SSH_AUTH_AGAIN) {
-    throw NetworkError("no answer to the login within " +
-                       std::to_string(options_.connect_timeout.count()) + " s");
-  }
-  if (rc != SSH_AUTH_SUCCESS) {
-    int methods = ssh_userauth_list(s.get(), nullptr);
-    std::string partial =
-        rc == SSH_AUTH_PARTIAL ? " (the key was accepted, but it wants more)" : "";
-    throw BackendError(description_ + " refused the login" + partial + ": tried " + tried +
-                       "; the server offers " + auth_methods(methods) +
-                       "; add your public key to ~/.ssh/authorized_keys there, or name the right "
-                       "key with IdentityFile in ~/.ssh/config (hpclaunch logs in with keys only)");
-  }
+  // The host key, before anything is sent that a server should not see; then the login.
+  check_host_key(s.get(), options_, description_);
+  log_in(s.get(), options_.identity_file, description_, options_.connect_timeout);
 
   // Follow mode keeps the connection for hours: let TCP notice a peer that vanished.
   int on = 1;
-  setsockopt(ssh_get_fd(s.get()), SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  if (!chain) setsockopt(ssh_get_fd(s.get()), SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
   session_ = s.release();
+  chain_ = std::move(chain);
   ever_connected_ = true;
+  ++logins_;
+}
+
+// The hops in front of the login node, each connected over the one before, its host key
+// checked and its login made as the login node's are. The first hop's own ProxyJump (in the
+// ssh config) puts its hops in front, as ssh does for `ssh -J first,...`.
+std::unique_ptr<JumpChain> SshHost::connect_jumps(std::vector<std::string> hops,
+                                                  const std::string& host, unsigned int port) {
+  constexpr size_t kMaxHops = 8;
+  auto chain = std::make_unique<JumpChain>();  // outlives the sessions that run over it
+  std::vector<SessionPtr> sessions;
+  for (size_t i = 0; i < hops.size(); ++i) {
+    if (hops.size() > kMaxHops) {
+      throw BackendError("more than " + std::to_string(kMaxHops) + " jump hosts in front of " +
+                         description_ + " (a ProxyJump loop in the ssh config?); check the "
+                         "ProxyJump lines of the hosts named in --jump or ~/.ssh/config");
+    }
+    SessionPtr hop = make_session(options_, hops[i], false);
+    // The first hop's route is its own; every later one is reached over the hop before it.
+    Route route = route_of(hop.get(), i == 0 ? "" : "none", hops[i]);
+    if (i == 0 && !route.jumps.empty()) {
+      // Its hops go first; then look at the (new) first hop again.
+      hops.insert(hops.begin(), route.jumps.begin(), route.jumps.end());
+      --i;  // wraps to the largest size_t; the loop's ++i makes it 0
+      continue;
+    }
+    if (options_.config_from_record && !route.command.empty()) {
+      throw UserError(options_.config_file, "a ProxyCommand for the jump host " + hops[i] +
+                      " in the ssh_config that run.json names: a run directory's record is "
+                      "read as data and runs no command",
+                      "pass --ssh-config " + options_.config_file + " to trust that file");
+    }
+    sessions.push_back(std::move(hop));
+  }
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    ssh_session hop = sessions[i].get();
+    const std::string description = "jump host " + describe_session(hop, hops[i]);
+    if (i > 0) {
+      int fd = chain->next_fd();
+      if (ssh_options_set(hop, SSH_OPTIONS_FD, &fd) != SSH_OK)
+        throw BackendError("cannot connect over the jump hosts: " + error_of(hop));
+    }
+    if (ssh_connect(hop) != SSH_OK) {
+      throw NetworkError((i == 0 ? "cannot reach the " : "over the jumps, cannot reach the ") +
+                         description + ": " + error_of(hop));
+    }
+    check_host_key(hop, options_, description);
+    log_in(hop, "", description, options_.connect_timeout);
+    if (i == 0) {
+      int on = 1;
+      setsockopt(ssh_get_fd(hop), SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+    }
+    const bool last = i + 1 == sessions.size();
+    chain->extend(std::move(sessions[i]), last ? host : session_hostname(sessions[i + 1].get()),
+                  last ? port : session_port(sessions[i + 1].get()), description);
+  }
+  return chain;
 }
 
 sftp_session SshHost::sftp() {

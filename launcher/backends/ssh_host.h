@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backends/host.h"
 
@@ -19,19 +20,24 @@ struct sftp_session_struct;
 namespace hpc {
 
 class SocketWatchdog;  // ssh_internal.h
+class JumpChain;       // ssh_internal.h
 
 struct SshHostOptions {
   // "login1", "user@login1", or a Host alias of the ssh config (HostName, User, Port,
-  // IdentityFile, UserKnownHostsFile are honoured; ProxyJump and ProxyCommand run the ssh
-  // program). StrictHostKeyChecking is not: see accept_new_host_key.
+  // IdentityFile, UserKnownHostsFile and ProxyJump are honoured; a ProxyCommand is run by
+  // libssh). StrictHostKeyChecking is not: see accept_new_host_key.
   std::string host;
+  // Jump hosts in front of `host`, "[user@]host[:port]" or config aliases, comma-separated, first
+  // hop first (ssh -J); "" = the config's ProxyJump, if any; "none" = straight to `host`. Each
+  // hop is a session of hpclaunch's own: host key checked, login made, as for `host`.
+  std::string jump;
   std::string user;           // "": "user@" of `host`, the config's User, or the local user
   int port = 0;               // 0: the config's Port, else 22
   std::string identity_file;  // "": the config's IdentityFile, ssh-agent and ~/.ssh/id_*
   std::string config_file;    // "": ~/.ssh/config, then /etc/ssh/ssh_config
   // config_file is a path a run directory's record (run.json) named, not the user: it is read
-  // as data (hosts, users, ports, keys); a line that would run a command (ProxyCommand,
-  // ProxyJump, LocalCommand, KnownHostsCommand, Match exec, Include) is refused.
+  // as data (hosts, users, ports, keys, ProxyJump hops); a line that would run a command
+  // (ProxyCommand, LocalCommand, KnownHostsCommand, Match exec, Include) is refused.
   bool config_from_record = false;
   std::string known_hosts_file;  // "": the config's UserKnownHostsFile, else ~/.ssh/known_hosts
   // Record the key of a host that known_hosts does not list yet, instead of refusing it.
@@ -79,10 +85,14 @@ class SshHost : public Host {
 
   // How many times a dropped connection was replaced (for tests and the run record).
   int reconnects() const { return reconnects_; }
+  // How many times this host logged in (1 for a command whose connection never dropped).
+  int logins() const { return logins_; }
 
  private:
   ssh_session_struct* new_session() const;
   void open_session();
+  std::unique_ptr<JumpChain> connect_jumps(std::vector<std::string> hops, const std::string& host,
+                                           unsigned int port);
   void reconnect(const std::string& why);
   void disconnect();
   bool session_alive() const;
@@ -106,6 +116,8 @@ class SshHost : public Host {
   sftp_session_struct* sftp_ = nullptr;
   bool ever_connected_ = false;  // a lost connection is re-established, a first one is not
   int reconnects_ = 0;
+  int logins_ = 0;
+  std::unique_ptr<JumpChain> chain_;  // the jump hosts session_ runs over, if any
   std::string home_;  // remote home directory, once asked
   unsigned temp_counter_ = 0;
   std::unique_ptr<SocketWatchdog> watchdog_;  // puts io_timeout on SFTP calls

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "backends/ssh_host.h"
 
@@ -123,7 +124,67 @@ inline std::string parent_of(const std::string& p) {
   return slash == 0 ? "/" : p.substr(0, slash);
 }
 
+// One session's way in and its login, shared by the login node and the jump hosts before it
+// (ssh_login.cc).
+//
+// A session for `host` (an alias, "user@host" or "user@host:port"), with the ssh config read
+// and hpclaunch's settings applied (strict host keys, timeouts, no passphrase prompts). The
+// target's own user, port and known_hosts overrides are applied only when `is_target`.
+SessionPtr make_session(const SshHostOptions& o, const std::string& host, bool is_target);
+// "alias (user@hostname:port)", or "user@hostname:port" when the alias is the host name.
+std::string describe_session(ssh_session s, const std::string& host);
+std::string session_hostname(ssh_session s);
+unsigned int session_port(ssh_session s);
+// The key the server showed, checked against known_hosts (recorded where the options allow).
+// Throws BackendError (unknown or changed key) or NetworkError.
+void check_host_key(ssh_session s, const SshHostOptions& o, const std::string& description);
+// Logs in: the identity file given, else ssh-agent and the config's keys; then, when the server
+// asks for it, keyboard-interactive answered on the terminal (/dev/tty). Throws BackendError
+// (refused; a prompt with no terminal to ask on) or NetworkError.
+void log_in(ssh_session s, const std::string& identity_file, const std::string& description,
+            std::chrono::seconds timeout);
+
+// How the ssh config (or --jump) says to reach a session's host: directly, through jump hosts
+// (ProxyJump: hpclaunch's own connections, ssh_jump.cc) or through a command (ProxyCommand,
+// run by libssh). libssh 0.10 turns a ProxyJump line into the ProxyCommand
+// "ssh [-l U] [-p P] [-J REST] -W '[%h]:%p' HOST" (src/config.c), which route_of() reads back.
+struct Route {
+  std::vector<std::string> jumps;  // "[user@]host[:port]" each, first hop first
+  std::string command;             // a ProxyCommand that is not a ProxyJump
+};
+// `jump_flag` ("" = none given; "none" = go direct) overrides the config. Throws BackendError
+// for a hop hpclaunch cannot read. Clears the session's ProxyCommand when it returns jumps.
+Route route_of(ssh_session s, const std::string& jump_flag, const std::string& where);
+// "a,b" -> {"a","b"}; each "[user@]host[:port]" checked (no spaces, no control characters, no
+// leading '-'). Throws BackendError naming `where`.
+std::vector<std::string> split_jumps(const std::string& list, const std::string& where);
+
 }  // namespace ssh_detail
+
+// The jump hosts in front of the login node (ProxyJump), each a logged-in session of its own
+// whose thread moves the bytes of the next hop's connection through a direct-tcpip channel
+// (what `ssh -W` does), over a socketpair whose other end the next session uses as its socket.
+// Every hop's host key is checked and its login made here, like the login node's (ssh_jump.cc).
+class JumpChain {
+ public:
+  JumpChain();
+  ~JumpChain();
+  JumpChain(const JumpChain&) = delete;
+  JumpChain& operator=(const JumpChain&) = delete;
+  // `hop` is connected and logged in; opens its channel to host:port and starts its thread.
+  // Returns the descriptor the next session connects over (owned by the chain).
+  int extend(ssh_detail::SessionPtr hop, const std::string& host, unsigned int port,
+             const std::string& description);
+  // The descriptor of the last hop's far end: what the next session connects over.
+  int next_fd() const;
+  // Every hop still moves bytes (none has seen its connection end).
+  bool alive() const;
+  size_t hops() const { return hops_.size(); }
+
+ private:
+  struct Hop;
+  std::vector<std::unique_ptr<Hop>> hops_;
+};
 
 // Puts a deadline on libssh calls that could otherwise wait forever: libssh 0.10's SFTP client
 // retries a read that timed out, without end, so a server that stops answering (a hung file

@@ -119,6 +119,9 @@ void BackendFlags::add_to(CLI::App* app, bool submitting) {
     app->add_flag("--local", local, "run on this machine without Slurm (= --backend local)");
     app->add_option("--host", host,
                     "submit over SSH to this login node (host or ~/.ssh/config alias)");
+    app->add_option("--jump", jump,
+                    "ssh: reach --host through these jump hosts, [user@]host[:port] or aliases, "
+                    "comma-separated (ssh -J; default: the config's ProxyJump; none: direct)");
     app->add_flag("--accept-new-host-key", accept_new_host_key,
                   "trust and record an unknown SSH host key (a changed key is always refused)");
     app->add_option("--remote-runs-dir", remote_runs_dir,
@@ -144,6 +147,10 @@ BackendChoice BackendFlags::choice() const {
   if (local) c.kind = "local";
   if (!host.empty() && c.kind.empty()) c.kind = "ssh";
   c.host = host;
+  c.jump = jump;
+  if (!jump.empty() && host.empty())
+    throw UserError("--jump", "names the hops in front of a login node, and no --host was given",
+                    "add --host LOGIN_NODE");
   c.ssh_config = ssh_config;
   c.known_hosts = known_hosts;
   c.accept_new_host_key = accept_new_host_key;

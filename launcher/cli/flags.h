@@ -39,7 +39,7 @@ struct SelectionFlags {
 
 // Flags that choose where jobs go (run, submit) or where to find them (status, logs, ...).
 struct BackendFlags {
-  std::string backend, host, ssh_config, known_hosts, runs_dir = "runs",
+  std::string backend, host, jump, ssh_config, known_hosts, runs_dir = "runs",
                                                       remote_runs_dir = "~/hpclaunch-runs";
   bool local = false, accept_new_host_key = false, sync = false;
   std::string sync_list, sync_max_size, sync_store;

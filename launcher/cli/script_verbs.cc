@@ -277,6 +277,7 @@ VerbHandler define_validate(CLI::App* verb) {
                  "also ask the cluster (scontrol, sinfo, sacctmgr, sbatch --test-only) on this "
                  "machine or on --host; exit 2 on any mismatch");
   verb->add_option("--host", f->login.host, "--live over SSH on this login node");
+  verb->add_option("--jump", f->login.jump, "--live: reach --host through these jump hosts");
   verb->add_option("--ssh-config", f->login.ssh_config, "SSH config file (default ~/.ssh/config)");
   verb->add_option("--known-hosts", f->login.known_hosts,
                    "known_hosts file (default ~/.ssh/known_hosts)");

@@ -49,6 +49,7 @@ std::vector<std::string> ssh_argv(const BackendChoice& choice, const std::string
   if (!choice.ssh_config.empty()) argv.insert(argv.end(), {"-F", choice.ssh_config});
   if (!choice.known_hosts.empty())
     argv.insert(argv.end(), {"-o", "UserKnownHostsFile=" + choice.known_hosts});
+  if (!choice.jump.empty()) argv.insert(argv.end(), {"-J", choice.jump});
   argv.insert(argv.end(), {"--", choice.host, remote});
   return argv;
 }
@@ -115,6 +116,7 @@ VerbHandler define_shell(CLI::App* verb) {
       ->check(CLI::IsMember({"slurm", "ssh", "local"}));
   verb->add_option("--host", b.host,
                    "open the shell through this login node (ssh -t; host or ~/.ssh/config alias)");
+  verb->add_option("--jump", b.jump, "reach --host through these jump hosts (ssh -J)");
   verb->add_flag("--accept-new-host-key", b.accept_new_host_key,
                  "trust and record an unknown SSH host key (a changed key is always refused)");
   verb->add_option("--ssh-config", b.ssh_config, "SSH config file (default ~/.ssh/config)");

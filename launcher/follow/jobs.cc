@@ -123,6 +123,7 @@ std::unique_ptr<Host> make_login_host(const BackendChoice& choice) {
   }
   SshHostOptions o;
   o.host = choice.host;
+  o.jump = choice.jump;
   o.config_file = choice.ssh_config;
   o.config_from_record = choice.ssh_config_from_record;
   o.known_hosts_file = choice.known_hosts;
@@ -217,6 +218,7 @@ RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& scri
   record.backend = backend.kind();
   record.host = backend.host();
   record.ssh_target = remote ? choice.host : "";
+  record.ssh_jump = remote ? choice.jump : "";
   record.ssh_config = remote ? choice.ssh_config : "";
   record.known_hosts = remote ? choice.known_hosts : "";
   record.run_dir = submitted.run_dir;
@@ -366,6 +368,7 @@ OpenedRun open_run(const std::string& job, const BackendChoice& choice) {
   c.kind = record->backend;
   if (c.kind == "ssh") {
     if (c.host.empty()) c.host = record->ssh_target;
+    if (c.jump.empty()) c.jump = record->ssh_jump;
     if (c.ssh_config.empty()) {
       c.ssh_config = record->ssh_config;
       c.ssh_config_from_record = !c.ssh_config.empty();
@@ -515,6 +518,7 @@ int list_jobs(const BackendChoice& choice, bool as_json, bool with_state) {
         BackendChoice c = choice;
         c.kind = r.backend;
         c.host = r.ssh_target;
+        c.jump = r.ssh_jump;
         if (c.ssh_config.empty()) {
           c.ssh_config = r.ssh_config;
           c.ssh_config_from_record = !c.ssh_config.empty();

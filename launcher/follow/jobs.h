@@ -20,6 +20,7 @@ namespace hpc {
 struct BackendChoice {
   std::string kind;        // "slurm", "ssh", "local"; "" = slurm if sbatch is here, else error
   std::string host;        // ssh: host or ~/.ssh/config alias
+  std::string jump;        // ssh: jump hosts in front of it (--jump; SshHostOptions::jump)
   std::string ssh_config;  // ssh: config file (default ~/.ssh/config)
   // ssh_config came from a run.json, not from --ssh-config: read as data, no command in it runs
   // (SshHostOptions::config_from_record; docs/security.md).

@@ -37,6 +37,7 @@ BackendChoice rerun_backend(const RerunRequest& request, const RunRecord& record
   c.kind = record.backend;
   if (c.kind == "ssh") {
     if (c.host.empty()) c.host = record.ssh_target;
+    if (c.jump.empty()) c.jump = record.ssh_jump;
     if (c.ssh_config.empty()) {
       c.ssh_config = record.ssh_config;
       c.ssh_config_from_record = !c.ssh_config.empty();

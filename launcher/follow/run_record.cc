@@ -21,6 +21,7 @@ json RunRecord::to_json() const {
          {"backend", backend},
          {"host", host},
          {"ssh_target", ssh_target},
+         {"ssh_jump", ssh_jump},
          {"ssh_config", ssh_config},
          {"known_hosts", known_hosts},
          {"run_dir", run_dir},
@@ -59,6 +60,7 @@ RunRecord RunRecord::from_json(const json& j) {
   r.backend = s("backend");
   r.host = s("host");
   r.ssh_target = s("ssh_target");
+  r.ssh_jump = s("ssh_jump");
   r.ssh_config = s("ssh_config");
   r.known_hosts = s("known_hosts");
   r.run_dir = s("run_dir");

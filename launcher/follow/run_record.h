@@ -21,6 +21,7 @@ struct RunRecord {
   std::string backend;      // slurm, ssh, local
   std::string host;         // where it was submitted
   std::string ssh_target;   // for ssh: the --host value to reconnect with
+  std::string ssh_jump;     // for ssh: --jump, if one was given (hops read as data)
   std::string ssh_config;   // for ssh: --ssh-config, if one was given
   std::string known_hosts;  // for ssh: --known-hosts, if one was given
   std::string run_dir;      // on the backend's host

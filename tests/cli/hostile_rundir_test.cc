@@ -260,6 +260,24 @@ TEST_CASE("hostile run directories: an ssh_config named by run.json runs no comm
   }
 }
 
+TEST_CASE("hostile run directories: run.json's jump hosts are host names, never options",
+          "[hostile][rundir]") {
+  Sandbox sb;
+  const std::string canary = (sb.root() / "PROXY_RAN").string();
+  sb.write("work/runs/x-5/run.json",
+           "{\"job_id\": \"5\", \"name\": \"x\", \"backend\": \"ssh\", \"ssh_target\": "
+           "\"login\", \"ssh_jump\": \"bastion,-oProxyCommand=touch " +
+               canary + "\", \"run_dir\": \"/r/x-5\"}");
+  const auto before = sb.snapshot();
+  Run r = spawn({hpclaunch_binary(), "status", "5"}, sb.work(), sb.env(), std::chrono::seconds(20));
+  INFO(r.describe());
+  CHECK(r.status == 2);
+  CHECK(r.err.find('\n') == r.err.size() - 1);
+  CHECK_THAT(r.err, Contains("is not a jump host"));
+  CHECK_FALSE(fs::exists(canary));
+  CHECK(sb.snapshot() == before);
+}
+
 TEST_CASE("hostile run directories: an unreachable cluster is 69 in one line from rerun and logs",
           "[hostile][rundir]") {
   Sandbox sb;
