@@ -211,10 +211,14 @@ SessionPtr make_session(const SshHostOptions& o, const std::string& host, bool i
   // libssh prints warnings to stderr (skipped known_hosts files, unknown global requests; libssh
   // 0.11 of Debian 13 also each config option it does not know, "Unsupported option:
   // BatchMode"), also when the config says LogLevel: our errors say what matters in one line.
-  // Quiet before the config is read and again after it. LIBSSH_DEBUG=N still shows them.
+  // Quiet before the config is read and again after it; the config parser logs at libssh's
+  // global level (ssh_set_log_level), the session at its own. LIBSSH_DEBUG=N still shows them.
   const bool quiet = std::getenv("LIBSSH_DEBUG") == nullptr;
   int no_log = SSH_LOG_NOLOG;
-  if (quiet) set(SSH_OPTIONS_LOG_VERBOSITY, &no_log, "log level");
+  if (quiet) {
+    ssh_set_log_level(SSH_LOG_NOLOG);
+    set(SSH_OPTIONS_LOG_VERBOSITY, &no_log, "log level");
+  }
   // Read the config after the host is set: its Host blocks match the name given here.
   const char* config = o.config_file.empty() ? nullptr : o.config_file.c_str();
   if (ssh_options_parse_config(s.get(), config) != SSH_OK) {

@@ -301,7 +301,7 @@ TEST_CASE("HostList::expand refuses the broken forms scontrol reads in its own w
       {"x[ 1]", {"x01"}}, {"a b", {"a", "b"}}, {"[", {""}},    {"x[1-2]z[", {"x[1-2]z]"}}};
   const std::vector<std::pair<std::string, Hosts>> lenient_24{
       {"x[1-2", {}},      {"x[", {}},       {"x]", {"x]"}}, {"x[1-]", {"x1"}},
-      {"x[ 1]", {"x01"}}, {"a b", {"a b"}}, {"[", {}},      {"x[1-2]z[", {}}};
+      {"x[ 1]", {"x01"}}, {"a b", {"a", "b"}}, {"[", {}},   {"x[1-2]z[", {}}};
   for (const auto& [expr, slurm_hosts] :
        slurm_reads_text_after_brackets() ? lenient_24 : lenient_22) {
     INFO("expression: " << expr);
