@@ -211,12 +211,13 @@ SessionPtr make_session(const SshHostOptions& o, const std::string& host, bool i
   // libssh prints warnings to stderr (skipped known_hosts files, unknown global requests; libssh
   // 0.11 of Debian 13 also each config option it does not know, "Unsupported option:
   // BatchMode"), also when the config says LogLevel: our errors say what matters in one line.
-  // Quiet before the config is read and again after it; the config parser logs at libssh's
-  // global level (ssh_set_log_level), the session at its own. LIBSSH_DEBUG=N still shows them.
+  // The config parser logs at libssh's global level, which the config's own LogLevel line
+  // raises again before the lines after it are read: so the log goes to a callback that drops
+  // it, and the session's level is set again after the config. LIBSSH_DEBUG=N still shows them.
   const bool quiet = std::getenv("LIBSSH_DEBUG") == nullptr;
   int no_log = SSH_LOG_NOLOG;
   if (quiet) {
-    ssh_set_log_level(SSH_LOG_NOLOG);
+    ssh_set_log_callback([](int, const char*, const char*, void*) {});
     set(SSH_OPTIONS_LOG_VERBOSITY, &no_log, "log level");
   }
   // Read the config after the host is set: its Host blocks match the name given here.

@@ -69,6 +69,11 @@ sshd_config() { # NAME LISTEN [EXTRA LINES...]
   printf '%s\n' "# jump_test.sh: $name" "ListenAddress $listen" \
     "HostKey $J/$name.key" "PidFile $J/$name.pid" "AuthorizedKeysFile $dir/ssh/authorized_keys" \
     "PasswordAuthentication no" "StrictModes no" "AllowTcpForwarding yes" "LogLevel INFO" "$@"
+  # OpenSSH 9.8+ (Debian 13) would refuse a source for a while after connections without a
+  # login (the refused direct connection, the bad-key hops): as scripts/testcluster.sh does.
+  if /usr/sbin/sshd -G -f /dev/null -o PerSourcePenalties=no >/dev/null 2>&1; then
+    echo "PerSourcePenalties no"
+  fi
 }
 
 down() {
