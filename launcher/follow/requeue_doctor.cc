@@ -184,11 +184,10 @@ std::string requeue_refused_fix(const RequeueSiteFacts& f) {
 std::string pending_note(const RequeueSiteFacts& f, size_t restart) {
   std::string reason = restart < f.pending_reason.size() ? f.pending_reason[restart] : "";
   if (reason.empty()) return "";
-  std::string note = " (waited: Reason=" + reason;
-  if (reason == "BeginTime") {
-    note += ", Slurm holds a requeued job for cred_expire, " +
-            (f.cred_expire.empty() ? std::string("120 s, the default") : f.cred_expire + " s");
-  }
+  // BeginTime: Slurm holds a requeued job for the credential's lifetime.
+  std::string note = " (Reason=" + reason;
+  if (reason == "BeginTime")
+    note += ": cred_expire, " + (f.cred_expire.empty() ? "120" : f.cred_expire) + " s";
   return note + ")";
 }
 
@@ -218,9 +217,10 @@ std::vector<RequeueLink> requeue_links(const ProbeLog& log, const RequeueSiteFac
     const std::string stop = i == 0 ? f.signal : "TERM";
     const ProbeRun* run = i < log.runs.size() ? &log.runs[i] : nullptr;
     const ProbeRun* next = i + 1 < log.runs.size() ? &log.runs[i + 1] : nullptr;
-    const bool earlier_failed = !all_links_ok(links);
     auto skip = [&](const std::string& name) {
-      add(name, stop, "-", earlier_failed ? "not reached (an earlier link failed)" : not_reached);
+      const bool failed = std::any_of(links.begin(), links.end(),
+                                      [](const RequeueLink& l) { return l.status == "FAIL"; });
+      add(name, stop, "-", failed ? "not reached (an earlier link failed)" : not_reached);
     };
     // 1. The stop reaches the program.
     const char* reach = "stop reaches the program";
@@ -253,13 +253,12 @@ std::vector<RequeueLink> requeue_links(const ProbeLog& log, const RequeueSiteFac
                                : run->started_at;
       const double after = run->stopped_at - start;
       add(reach, stop, "OK",
-          fmt::format("{} after the start, {:.0f} s before the limit (asked: {} s; Slurm may "
-                      "send it up to a minute early)",
+          fmt::format("{} after the start, {:.0f} s before the limit (asked {} s)",
                       seconds(after), limit - after, f.signal_seconds));
     } else {
       add(reach, stop, "OK",
           seconds(run->stopped_at - run->term_sent_at) +
-              " after scancel --signal=TERM (to every task, as preemption sends it)");
+              " after scancel --signal=TERM (as preemption sends it)");
     }
     // 2. Checkpoint and marker.
     const char* saved = "checkpoint + marker";

@@ -109,9 +109,21 @@ void read_more_log(Watch& w, const std::string& path, std::ostream& err) {
   w.lines_shown = std::max(w.lines_shown, n);
 }
 
-void cancel_quietly(Backend& backend, const std::string& job_id, std::ostream& err) {
+// Ends the job for good. A plain scancel sends the tasks TERM, which the job answers as it answers
+// preemption: checkpoint, marker, `scontrol requeue`, and Slurm accepts that requeue during the
+// cancel (seen on 22.05: the job came back PENDING). So the job is made non-requeueable first,
+// and cancelled again should it come back all the same.
+void cancel_quietly(Backend& backend, Host& login, const std::string& job_id, std::ostream& err) {
   try {
+    output_of(login, {"scontrol", "update", "JobId=" + job_id, "Requeue=0"});
     backend.cancel(job_id);
+    const auto until = Clock::now() + std::chrono::seconds(30);
+    while (Clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      JobStatus s = backend.status(job_id);
+      if (s.terminal() || !s.found) break;
+      if (s.state == "PENDING") backend.cancel(job_id);
+    }
     err << "hpclaunch doctor: cancelled job " << job_id << "\n";
   } catch (const std::exception& e) {
     err << "hpclaunch doctor: could not cancel job " << job_id << " (" << e.what()
@@ -175,7 +187,8 @@ int run_requeue_doctor(Backend& backend, Host& login, const Spec& spec, const st
           << (job_id.empty() ? "no job" : "job " + job_id + " via " + backend.host())
           << ", cluster " << spec.cluster
           << (spec.profile.partition.empty() ? "" : ", partition " + spec.profile.partition)
-          << "; " << site << "; " << took << " s\n"
+          << ", " << took << " s\n"
+          << "site: " << site << "\n"
           << format_requeue_table(links);
     }
     return ok ? 0 : 1;
@@ -230,12 +243,12 @@ int run_requeue_doctor(Backend& backend, Host& login, const Spec& spec, const st
         lost_count |= log.runs[i].restart_count_seen != std::to_string(i);
       if (lost_count || log.runs.size() > 3) {
         f.gave_up = "stopped: the restarted job does not see its SLURM_RESTART_COUNT";
-        cancel_quietly(backend, job_id, err);
+        cancel_quietly(backend, login, job_id, err);
         break;
       }
       if (g_stop_signal != 0) {
         err << "hpclaunch doctor: interrupted (" << strsignal(g_stop_signal) << ")\n";
-        cancel_quietly(backend, job_id, err);
+        cancel_quietly(backend, login, job_id, err);
         return 130;
       }
       if (Clock::now() >= deadline) {
@@ -243,7 +256,7 @@ int run_requeue_doctor(Backend& backend, Host& login, const Spec& spec, const st
                                 options.timeout_seconds, shown);
         err << "hpclaunch doctor: " << f.gave_up
             << "; run it again with a larger --timeout, or where the queue is shorter\n";
-        cancel_quietly(backend, job_id, err);
+        cancel_quietly(backend, login, job_id, err);
         break;
       }
       nap(std::chrono::seconds(1));
@@ -254,7 +267,7 @@ int run_requeue_doctor(Backend& backend, Host& login, const Spec& spec, const st
     read_more_log(w, s.stdout_path.empty() ? record.stdout_path : s.stdout_path, err);
     log = parse_probe_log(w.log);
   } catch (...) {
-    cancel_quietly(backend, job_id, err);
+    cancel_quietly(backend, login, job_id, err);
     throw;
   }
   return finish(log);

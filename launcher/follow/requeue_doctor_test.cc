@@ -67,13 +67,11 @@ TEST_CASE("requeue doctor: a whole cycle's log, every link OK", "[requeue_doctor
   auto links = requeue_links(log, facts());
   CHECK(all_links_ok(links));
   CHECK(find(links, "stop reaches the program", "USR1").found ==
-        "37.5 s after the start, 82 s before the limit (asked: 90 s; Slurm may send it up to a "
-        "minute early)");
+        "37.5 s after the start, 82 s before the limit (asked 90 s)");
   CHECK(find(links, "stop reaches the program", "TERM").found.rfind("0.10 s after scancel", 0) ==
         0);
   CHECK(find(links, "requeue -> restart", "USR1").found ==
-        "2.50 s (waited: Reason=BeginTime, Slurm holds a requeued job for cred_expire, 120 s, "
-        "the default)");
+        "2.50 s (Reason=BeginTime: cred_expire, 120 s)");
   CHECK(find(links, "counter resumed", "TERM").found == "191 -> 191, nothing lost");
   CHECK(find(links, "job ends", "").found == "COMPLETED, Restarts=2");
   const std::string table = format_requeue_table(links);
@@ -89,8 +87,10 @@ hpclaunch doctor: marker restart=0
 hpclaunch: requeue marker: restart=0 (tasks ended with status 75)
 hpclaunch: requeueing job 9 (restart 1 of at most 2); it resumes from the checkpoint
 Requested operation is presently disabled for job 9
-hpclaunch: scontrol requeue 9 failed (a --no-requeue job, or JobRequeue=0 on this cluster?): the job fails; resume it from its checkpoint with a new job (--resume auto)
-)";
+)"
+                               "hpclaunch: scontrol requeue 9 failed (a --no-requeue job, or "
+                               "JobRequeue=0 on this cluster?): the job fails; resume it from "
+                               "its checkpoint with a new job (--resume auto)\n";
   ProbeLog log = parse_probe_log(log_text);
   REQUIRE(log.runs.size() == 1);
   CHECK(log.runs[0].requeue_failed);
@@ -134,7 +134,8 @@ TEST_CASE("requeue doctor: no signal, no restart count, a lost count, no stop as
     CHECK(l.fix.find("--signal=B:USR1") != std::string::npos);
   }
   SECTION("the restart does not see SLURM_RESTART_COUNT, and the count went back") {
-    auto links = requeue_links(parse_probe_log(R"(hpclaunch doctor: run restart=unset at=1 counter=none
+    auto links = requeue_links(parse_probe_log(R"(
+hpclaunch doctor: run restart=unset at=1 counter=none
 hpclaunch doctor: stop signal=USR1 at=40 counter=50
 hpclaunch doctor: marker restart=0
 hpclaunch: requeueing job 3 (restart 1 of at most 2); it resumes from the checkpoint
@@ -153,7 +154,8 @@ hpclaunch doctor: run restart=unset at=170 counter=45
   }
   SECTION("the signal came before the program started") {
     f.final_state = "TIMEOUT";
-    auto links = requeue_links(parse_probe_log(R"(hpclaunch: USR1: asking the tasks to checkpoint (finish the step, save, write the requeue marker)
+    auto links = requeue_links(parse_probe_log(R"(
+hpclaunch: USR1: asking the tasks to checkpoint (finish the step, save, write the marker)
 hpclaunch doctor: run restart=unset at=1 counter=none
 )"),
                                f);
