@@ -147,7 +147,9 @@ std::string cred_expire_of(const std::string& auth_info) {
   return "";
 }
 
-int requeue_probe_minutes(int signal_seconds) { return (signal_seconds + 30 + 59) / 60; }
+// Slurm may send the signal up to 60 s early (sbatch(1), --signal): 90 s beyond it leave the program
+// at least 30 s to start (on the test cluster a margin of 30 s brought it 0.04 s after the start).
+int requeue_probe_minutes(int signal_seconds) { return (signal_seconds + 90 + 59) / 60; }
 
 namespace {
 

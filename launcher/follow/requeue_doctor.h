@@ -90,7 +90,8 @@ std::string scontrol_config_value(const std::string& config, const std::string& 
 std::string cred_expire_of(const std::string& auth_info);
 
 // The doctor job's time limit in minutes: the warning signal comes job.signal_seconds before
-// it, and at least 30 s after the start (so that the program runs when it comes).
+// it, and at least 30 s after the start even when Slurm sends it a minute early (so that the
+// program runs when it comes).
 int requeue_probe_minutes(int signal_seconds);
 
 struct RequeueDoctorOptions {

@@ -33,7 +33,7 @@ RequeueSiteFacts facts() {
   f.job_requeue = "1";
   f.job_requeue_flag = "1";
   f.signal_seconds = 90;
-  f.time_limit_minutes = 2;
+  f.time_limit_minutes = 3;
   f.job_started_at = {1700000010.0};
   f.pending_reason = {"", "BeginTime", "BeginTime"};
   f.final_state = "COMPLETED";
@@ -67,7 +67,7 @@ TEST_CASE("requeue doctor: a whole cycle's log, every link OK", "[requeue_doctor
   auto links = requeue_links(log, facts());
   CHECK(all_links_ok(links));
   CHECK(find(links, "stop reaches the program", "USR1").found ==
-        "37.5 s after the start, 82 s before the limit (asked 90 s)");
+        "37.5 s after the start, 142 s before the limit (asked 90 s)");
   CHECK(find(links, "stop reaches the program", "TERM").found.rfind("0.10 s after scancel", 0) ==
         0);
   CHECK(find(links, "requeue -> restart", "USR1").found ==
@@ -174,9 +174,9 @@ TEST_CASE("requeue doctor: scontrol show config values and the time limit", "[re
   CHECK(scontrol_config_value(config, "Missing").empty());
   CHECK(cred_expire_of(scontrol_config_value(config, "AuthInfo")) == "30");
   CHECK(cred_expire_of("socket=/x").empty());
-  CHECK(requeue_probe_minutes(90) == 2);   // USR1 due 30 s after the start
-  CHECK(requeue_probe_minutes(30) == 1);
-  CHECK(requeue_probe_minutes(300) == 6);  // due 60 s after the start
+  CHECK(requeue_probe_minutes(90) == 3);   // USR1 30-90 s after the start
+  CHECK(requeue_probe_minutes(30) == 2);   // 30-90 s
+  CHECK(requeue_probe_minutes(300) == 7);  // 60-120 s
 }
 
 }  // namespace hpc

@@ -2,7 +2,7 @@
 # requeue_test.sh CASE HPCLAUNCH [TESTCLUSTER_SH PORT_BASE SSH_PORT]: `hpclaunch doctor --requeue`
 # on a real Slurm cluster (docs/doctor.md#requeue).
 #   allowed      the fixture's cluster (JobRequeue=1): exit 0, every link OK: USR1 from
-#                --signal=B:USR1@90 before the 2 min limit, then TERM as preemption sends it;
+#                --signal=B:USR1@90 before the 3 min limit, then TERM as preemption sends it;
 #                two requeues, SLURM_RESTART_COUNT 1 and 2, the counter resumed each time; the
 #                job COMPLETED with Restarts=2
 #   ssh          the same through the cluster's login node (--host testlogin)
@@ -13,7 +13,7 @@
 #                over #SBATCH --requeue) scontrol requeue is refused: exit 1, one FAIL line names
 #                the link, JobRequeue=0 and the fix
 #   bounded      the fixture's cluster: SIGINT (Ctrl-C) while the job runs: exit 130, the job
-#                CANCELLED; --timeout 60 without starting the restart early: the doctor gives up
+#                CANCELLED; --timeout 150 without starting the restart early: the doctor gives up
 #                while the requeued job waits for BeginTime, cancels it, exits 1 and says so
 #   bad_input    no cluster: options of --requeue without it, a --timeout out of range, no sbatch
 # A requeued job waits for BeginTime (cred_expire, 120 s): as tests/slurm/preempt_test.sh does, the
@@ -152,12 +152,12 @@ case $case_name in
     grep -q "^hpclaunch doctor: cancelled job $job$" "$work/int.err" || fail "interrupt: no line"
     [[ $(wait_state "$job" 30 CANCELLED) == CANCELLED ]] || fail "interrupt: job not CANCELLED"
     echo "interrupt: exit 130, job $job CANCELLED"
-    no_poke=1 doctor timeout --timeout 60
+    no_poke=1 doctor timeout --timeout 150
     cat "$work/timeout.out"
     [[ $rc -eq 1 ]] || fail "timeout: doctor exited $rc, not 1"
-    grep -q "^hpclaunch doctor: gave up after 60 s (--timeout), the job was PENDING (BeginTime), \
+    grep -q "^hpclaunch doctor: gave up after 150 s (--timeout), the job was PENDING (BeginTime), \
 restarts 1; run it again with a larger --timeout" "$work/timeout.err" || fail "timeout: no line"
-    want SLURM_RESTART_COUNT USR1 timeout "-       not reached: gave up after 60 s"
+    want SLURM_RESTART_COUNT USR1 timeout "-       not reached: gave up after 150 s"
     [[ $(wait_state "$doctor_job" 30 CANCELLED) == CANCELLED ]] || fail "timeout: not CANCELLED"
     ;;
   jobrequeue0)
