@@ -234,10 +234,8 @@ std::vector<RequeueLink> requeue_links(const ProbeLog& log, const RequeueSiteFac
             stop + " reached the batch shell before srun had started the program",
             "the program takes more than 30 s to start here: run the doctor again; real jobs get "
             "the signal job.signal_seconds before a longer limit");
-      } else if (!f.final_state.empty() || !f.gave_up.empty()) {
-        add(reach, stop, "FAIL",
-            "no " + stop + " reached the program (job " +
-                (f.final_state.empty() ? f.gave_up : f.final_state) + ")",
+      } else if (!f.final_state.empty() && f.gave_up.empty()) {
+        add(reach, stop, "FAIL", "no " + stop + " reached the program (job " + f.final_state + ")",
             i == 0 ? "this site does not deliver --signal=B:" + f.signal +
                          " before the time limit: ask the admins; meanwhile checkpoint "
                          "periodically (hpctrain --checkpoint-every) and chain jobs that resume"

@@ -133,6 +133,17 @@ TEST_CASE("requeue doctor: no signal, no restart count, a lost count, no stop as
     CHECK(l.found == "no USR1 reached the program (job TIMEOUT)");
     CHECK(l.fix.find("--signal=B:USR1") != std::string::npos);
   }
+  SECTION("the doctor gave up while the job ran: not reached, not failed") {
+    f.final_state = "";
+    f.gave_up = "gave up after 60 s (--timeout), the job was RUNNING, restarts 0";
+    auto links =
+        requeue_links(parse_probe_log("hpclaunch doctor: run restart=unset at=1 counter=none\n"),
+                      f);
+    const auto& l = find(links, "stop reaches the program", "USR1");
+    CHECK(l.status == "-");
+    CHECK(l.found == "not reached: " + f.gave_up);
+    CHECK_FALSE(all_links_ok(links));
+  }
   SECTION("the restart does not see SLURM_RESTART_COUNT, and the count went back") {
     auto links = requeue_links(parse_probe_log(R"(
 hpclaunch doctor: run restart=unset at=1 counter=none

@@ -13,8 +13,8 @@
 #                over #SBATCH --requeue) scontrol requeue is refused: exit 1, one FAIL line names
 #                the link, JobRequeue=0 and the fix
 #   bounded      the fixture's cluster: SIGINT (Ctrl-C) while the job runs: exit 130, the job
-#                CANCELLED; --timeout 150 without starting the restart early: the doctor gives up
-#                while the requeued job waits for BeginTime, cancels it, exits 1 and says so
+#                CANCELLED; --timeout 60: the doctor gives up before job.signal (due 85-95 s
+#                after the start here), cancels the job, exits 1 and says so
 #   bad_input    no cluster: options of --requeue without it, a --timeout out of range, no sbatch
 # A requeued job waits for BeginTime (cred_expire, 120 s): as tests/slurm/preempt_test.sh does, the
 # test starts each restart with `scontrol update StartTime=now` once slurmd allows it, so the
@@ -65,8 +65,7 @@ if [[ $case_name == jobrequeue0 ]]; then
 fi
 : "${SLURM_CONF:?run me through ctest (the slurm_cluster fixture sets SLURM_CONF)}"
 
-# doctor TAG [ARGS]: the doctor in the background ($doctor), each restart started at once
-# (unless $no_poke).
+# doctor TAG [ARGS]: the doctor in the background ($doctor), each restart started at once.
 doctor() {
   local tag=$1 job poked=0 r pending_at
   shift
@@ -77,7 +76,7 @@ doctor() {
   job=$(wait_submitted "$work/$tag.err") || fail "$tag: no job submitted"
   while kill -0 "$doctor" 2>/dev/null; do
     r=$(job_field "$job" Restarts)
-    if [[ -z ${no_poke:-} && $(job_field "$job" JobState) == PENDING ]] && ((${r:-0} > poked)); then
+    if [[ $(job_field "$job" JobState) == PENDING ]] && ((${r:-0} > poked)); then
       pending_at=$(date +%s)
       while (($(date +%s) <= pending_at)); do sleep 0.05; done
       for _ in $(seq 20); do
@@ -152,12 +151,12 @@ case $case_name in
     grep -q "^hpclaunch doctor: cancelled job $job$" "$work/int.err" || fail "interrupt: no line"
     [[ $(wait_state "$job" 30 CANCELLED) == CANCELLED ]] || fail "interrupt: job not CANCELLED"
     echo "interrupt: exit 130, job $job CANCELLED"
-    no_poke=1 doctor timeout --timeout 150
+    doctor timeout --timeout 60
     cat "$work/timeout.out"
     [[ $rc -eq 1 ]] || fail "timeout: doctor exited $rc, not 1"
-    grep -q "^hpclaunch doctor: gave up after 150 s (--timeout), the job was PENDING (BeginTime), \
-restarts 1; run it again with a larger --timeout" "$work/timeout.err" || fail "timeout: no line"
-    want SLURM_RESTART_COUNT USR1 timeout "-       not reached: gave up after 150 s"
+    grep -q "^hpclaunch doctor: gave up after 60 s (--timeout), the job was RUNNING, restarts 0; \
+run it again with a larger --timeout" "$work/timeout.err" || fail "timeout: no line"
+    want "stop reaches the program" USR1 timeout "-       not reached: gave up after 60 s"
     [[ $(wait_state "$doctor_job" 30 CANCELLED) == CANCELLED ]] || fail "timeout: not CANCELLED"
     ;;
   jobrequeue0)
