@@ -261,11 +261,14 @@ int run_requeue_doctor(Backend& backend, Host& login, const Spec& spec, const st
       }
       nap(std::chrono::seconds(1));
     }
-    // What the job wrote last (its log may be flushed after the state changed).
-    nap(std::chrono::milliseconds(500));
-    JobStatus s = backend.status(job_id);
-    read_more_log(w, s.stdout_path.empty() ? record.stdout_path : s.stdout_path, err);
-    log = parse_probe_log(w.log);
+    // What the job wrote last (its log may be flushed after the state changed); not after the
+    // doctor cancelled it, whose TERM the program answers like any stop.
+    if (f.gave_up.empty()) {
+      nap(std::chrono::milliseconds(500));
+      JobStatus s = backend.status(job_id);
+      read_more_log(w, s.stdout_path.empty() ? record.stdout_path : s.stdout_path, err);
+      log = parse_probe_log(w.log);
+    }
   } catch (...) {
     cancel_quietly(backend, login, job_id, err);
     throw;
