@@ -147,8 +147,9 @@ std::string cred_expire_of(const std::string& auth_info) {
   return "";
 }
 
-// Slurm may send the signal up to 60 s early (sbatch(1), --signal): 90 s beyond it leave the program
-// at least 30 s to start (on the test cluster a margin of 30 s brought it 0.04 s after the start).
+// Slurm may send the signal up to 60 s early (sbatch(1), --signal): 90 s beyond it leave the
+// program at least 30 s to start (on the test cluster a margin of 30 s brought it 0.04 s after
+// the start; with 90 s it came 83-87 s after the start, 93-97 s before the limit).
 int requeue_probe_minutes(int signal_seconds) { return (signal_seconds + 90 + 59) / 60; }
 
 namespace {
@@ -171,12 +172,15 @@ std::string requeue_refused_fix(const RequeueSiteFacts& f) {
              "login node)";
     }
     if (f.job_requeue == "0") {
-      return why + ": JobRequeue=0 on this cluster and the script's #SBATCH --requeue did not "
-                   "hold (a job_submit plugin?) -> ask the admins to let jobs ask for --requeue; " +
+      return why +
+             ": JobRequeue=0 on this cluster and the script's #SBATCH --requeue did not "
+             "hold (a job_submit plugin?) -> ask the admins to let jobs ask for --requeue; " +
              std::string(kChainFix);
     }
-    return why + " though the script asks for --requeue (a job_submit plugin?) -> ask the "
-                 "admins; " + std::string(kChainFix);
+    return why +
+           " though the script asks for --requeue (a job_submit plugin?) -> ask the "
+           "admins; " +
+           std::string(kChainFix);
   }
   return "scontrol refused it (JobRequeue=" + (f.job_requeue.empty() ? "?" : f.job_requeue) +
          ", the job's Requeue=" + (f.job_requeue_flag.empty() ? "?" : f.job_requeue_flag) +
@@ -199,8 +203,8 @@ std::vector<RequeueLink> requeue_links(const ProbeLog& log, const RequeueSiteFac
   std::vector<RequeueLink> links;
   auto add = [&](std::string name, std::string stop, std::string status, std::string found,
                  std::string fix = "") {
-    links.push_back({std::move(name), std::move(stop), std::move(status), std::move(found),
-                     std::move(fix)});
+    links.push_back(
+        {std::move(name), std::move(stop), std::move(status), std::move(found), std::move(fix)});
   };
   const std::string not_reached = f.gave_up.empty() ? "not reached" : "not reached: " + f.gave_up;
 
@@ -253,8 +257,8 @@ std::vector<RequeueLink> requeue_links(const ProbeLog& log, const RequeueSiteFac
                                : run->started_at;
       const double after = run->stopped_at - start;
       add(reach, stop, "OK",
-          fmt::format("{} after the start, {:.0f} s before the limit (asked {} s)",
-                      seconds(after), limit - after, f.signal_seconds));
+          fmt::format("{} after the start, {:.0f} s before the limit (asked {} s)", seconds(after),
+                      limit - after, f.signal_seconds));
     } else {
       add(reach, stop, "OK",
           seconds(run->stopped_at - run->term_sent_at) +
@@ -310,10 +314,10 @@ std::vector<RequeueLink> requeue_links(const ProbeLog& log, const RequeueSiteFac
           fmt::format("{} -> {}, nothing lost", run->counter_at_stop, *next->counter_found));
     } else {
       add("counter resumed", stop, "FAIL",
-          next->counter_found ? fmt::format("{} saved, {} read: {} lost", run->counter_at_stop,
-                                            *next->counter_found,
-                                            run->counter_at_stop - *next->counter_found)
-                              : "no checkpoint found by the restarted job",
+          next->counter_found
+              ? fmt::format("{} saved, {} read: {} lost", run->counter_at_stop,
+                            *next->counter_found, run->counter_at_stop - *next->counter_found)
+              : "no checkpoint found by the restarted job",
           "the restart does not see the run directory as it was: keep checkpoints on a file "
           "system every node shares");
     }
@@ -342,15 +346,15 @@ std::string format_requeue_table(const std::vector<RequeueLink>& links) {
     name_w = std::max(name_w, l.name.size());
     stop_w = std::max(stop_w, l.stop.size());
   }
-  std::string out = fmt::format("{:<{}}  {:<{}}  {:<6}  {}\n", "LINK", name_w, "STOP", stop_w,
-                                "RESULT", "FOUND");
+  std::string out =
+      fmt::format("{:<{}}  {:<{}}  {:<6}  {}\n", "LINK", name_w, "STOP", stop_w, "RESULT", "FOUND");
   for (const auto& l : links)
-    out += fmt::format("{:<{}}  {:<{}}  {:<6}  {}\n", l.name, name_w,
-                       l.stop.empty() ? "-" : l.stop, stop_w, l.status, l.found);
+    out += fmt::format("{:<{}}  {:<{}}  {:<6}  {}\n", l.name, name_w, l.stop.empty() ? "-" : l.stop,
+                       stop_w, l.status, l.found);
   for (const auto& l : links) {
     if (l.status != "FAIL") continue;
-    out += "FAIL " + l.name + (l.stop.empty() ? "" : " (" + l.stop + ")") + ": " + l.found +
-           "; " + l.fix + "\n";
+    out += "FAIL " + l.name + (l.stop.empty() ? "" : " (" + l.stop + ")") + ": " + l.found + "; " +
+           l.fix + "\n";
   }
   return out;
 }

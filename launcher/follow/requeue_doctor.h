@@ -26,20 +26,20 @@ const std::string& requeue_probe_program();
 
 // What one run of the job (one start: restart 0, 1, 2) showed in the log.
 struct ProbeRun {
-  int restart = 0;                  // from the order of the runs
-  std::string restart_count_seen;   // SLURM_RESTART_COUNT as the program saw it ("unset")
-  double started_at = 0;            // the program's start (epoch seconds)
+  int restart = 0;                    // from the order of the runs
+  std::string restart_count_seen;     // SLURM_RESTART_COUNT as the program saw it ("unset")
+  double started_at = 0;              // the program's start (epoch seconds)
   std::optional<long> counter_found;  // the checkpoint it resumed from (none: first run)
-  double term_sent_at = 0;          // run 1: when it sent its job TERM
-  std::string stop_signal;          // the signal the program got ("" none)
+  double term_sent_at = 0;            // run 1: when it sent its job TERM
+  std::string stop_signal;            // the signal the program got ("" none)
   double stopped_at = 0;
-  long counter_at_stop = -1;        // the checkpoint written when stopped
+  long counter_at_stop = -1;  // the checkpoint written when stopped
   bool marker_written = false;
-  bool done = false;                // the last run ended on purpose
+  bool done = false;  // the last run ended on purpose
   // The job library's lines after this run's program ended.
-  bool requeue_asked = false;       // "requeueing job N"
-  bool requeue_failed = false;      // "scontrol requeue N failed"
-  std::string scontrol_error;       // scontrol's own error line, when it failed
+  bool requeue_asked = false;          // "requeueing job N"
+  bool requeue_failed = false;         // "scontrol requeue N failed"
+  std::string scontrol_error;          // scontrol's own error line, when it failed
   bool signal_before_program = false;  // the batch shell got the stop before srun started
 };
 
@@ -53,28 +53,28 @@ ProbeLog parse_probe_log(const std::string& log);
 
 // What the cluster and the job said besides the log.
 struct RequeueSiteFacts {
-  std::string job_requeue;          // `scontrol show config` JobRequeue ("" unknown)
-  std::string preempt_mode;         // PreemptMode
-  std::string cred_expire;          // AuthInfo's cred_expire (seconds; "" = the default, 120)
-  std::string job_requeue_flag;     // the job's Requeue= (1: requeueable)
-  std::string sbatch_no_requeue;    // SBATCH_NO_REQUEUE in the login environment ("" unset)
-  std::string signal = "USR1";      // job.signal
-  int signal_seconds = 0;           // job.signal_seconds
-  int time_limit_minutes = 0;       // the doctor job's time limit
-  std::vector<double> job_started_at;   // StartTime of each run (epoch seconds; 0 unknown)
+  std::string job_requeue;             // `scontrol show config` JobRequeue ("" unknown)
+  std::string preempt_mode;            // PreemptMode
+  std::string cred_expire;             // AuthInfo's cred_expire (seconds; "" = the default, 120)
+  std::string job_requeue_flag;        // the job's Requeue= (1: requeueable)
+  std::string sbatch_no_requeue;       // SBATCH_NO_REQUEUE in the login environment ("" unset)
+  std::string signal = "USR1";         // job.signal
+  int signal_seconds = 0;              // job.signal_seconds
+  int time_limit_minutes = 0;          // the doctor job's time limit
+  std::vector<double> job_started_at;  // StartTime of each run (epoch seconds; 0 unknown)
   std::vector<std::string> pending_reason;  // why each restart waited (Reason= while PENDING)
-  std::string final_state;          // the job's last state (COMPLETED, FAILED, ...)
+  std::string final_state;                  // the job's last state (COMPLETED, FAILED, ...)
   int final_restarts = 0;
-  std::string gave_up;              // why the doctor stopped early ("" it did not)
+  std::string gave_up;  // why the doctor stopped early ("" it did not)
 };
 
 // One row of the table: a link of the cycle, per stop ("USR1" for job.signal, "TERM").
 struct RequeueLink {
-  std::string name;   // "stop reaches the program", "scontrol requeue", ...
-  std::string stop;   // "USR1", "TERM", or "" for the job as a whole
-  std::string status; // OK, FAIL, or "-" (not reached)
-  std::string found;  // what was seen
-  std::string fix;    // for FAIL: what to do
+  std::string name;    // "stop reaches the program", "scontrol requeue", ...
+  std::string stop;    // "USR1", "TERM", or "" for the job as a whole
+  std::string status;  // OK, FAIL, or "-" (not reached)
+  std::string found;   // what was seen
+  std::string fix;     // for FAIL: what to do
 };
 
 // The links, from the parsed log and the facts. Pure.
@@ -104,7 +104,6 @@ struct RequeueDoctorOptions {
 // and progress (stderr). Returns 0 when every link works, 1 when one fails, 130 on Ctrl-C.
 int run_requeue_doctor(Backend& backend, Host& login, const Spec& spec, const std::string& script,
                        const BackendChoice& choice, const std::vector<std::string>& command,
-                       const RequeueDoctorOptions& options, std::ostream& out,
-                       std::ostream& err);
+                       const RequeueDoctorOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace hpc

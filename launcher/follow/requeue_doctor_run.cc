@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "follow/requeue_doctor.h"
-#include "spec/slurm_time.h"
 #include "shell.h"
+#include "spec/slurm_time.h"
 #include "text.h"
 
 namespace hpc {
@@ -126,15 +126,18 @@ void cancel_quietly(Backend& backend, Host& login, const std::string& job_id, st
     }
     err << "hpclaunch doctor: cancelled job " << job_id << "\n";
   } catch (const std::exception& e) {
-    err << "hpclaunch doctor: could not cancel job " << job_id << " (" << e.what()
-        << "): scancel " << job_id << "\n";
+    err << "hpclaunch doctor: could not cancel job " << job_id << " (" << e.what() << "): scancel "
+        << job_id << "\n";
   }
 }
 
 nlohmann::json links_json(const std::vector<RequeueLink>& links) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& l : links)
-    a.push_back({{"link", l.name}, {"stop", l.stop}, {"status", l.status}, {"found", l.found},
+    a.push_back({{"link", l.name},
+                 {"stop", l.stop},
+                 {"status", l.status},
+                 {"found", l.found},
                  {"fix", l.fix}});
   return a;
 }
@@ -143,8 +146,7 @@ nlohmann::json links_json(const std::vector<RequeueLink>& links) {
 
 int run_requeue_doctor(Backend& backend, Host& login, const Spec& spec, const std::string& script,
                        const BackendChoice& choice, const std::vector<std::string>& command,
-                       const RequeueDoctorOptions& options, std::ostream& out,
-                       std::ostream& err) {
+                       const RequeueDoctorOptions& options, std::ostream& out, std::ostream& err) {
   RequeueSiteFacts f;
   f.signal = spec.job.signal;
   f.signal_seconds = spec.job.signal_seconds;
@@ -154,11 +156,10 @@ int run_requeue_doctor(Backend& backend, Host& login, const Spec& spec, const st
   f.preempt_mode = scontrol_config_value(config, "PreemptMode");
   f.cred_expire = cred_expire_of(scontrol_config_value(config, "AuthInfo"));
   f.sbatch_no_requeue = trim(output_of(login, {"printenv", "SBATCH_NO_REQUEUE"}));
-  const std::string site =
-      fmt::format("JobRequeue={}, PreemptMode={}, cred_expire {}",
-                  f.job_requeue.empty() ? "?" : f.job_requeue,
-                  f.preempt_mode.empty() ? "?" : f.preempt_mode,
-                  f.cred_expire.empty() ? "120 s (default)" : f.cred_expire + " s");
+  const std::string site = fmt::format(
+      "JobRequeue={}, PreemptMode={}, cred_expire {}", f.job_requeue.empty() ? "?" : f.job_requeue,
+      f.preempt_mode.empty() ? "?" : f.preempt_mode,
+      f.cred_expire.empty() ? "120 s (default)" : f.cred_expire + " s");
 
   std::string job_id;
   const auto began = Clock::now();
@@ -186,8 +187,8 @@ int run_requeue_doctor(Backend& backend, Host& login, const Spec& spec, const st
       out << "hpclaunch doctor --requeue: "
           << (job_id.empty() ? "no job" : "job " + job_id + " via " + backend.host())
           << ", cluster " << spec.cluster
-          << (spec.profile.partition.empty() ? "" : ", partition " + spec.profile.partition)
-          << ", " << took << " s\n"
+          << (spec.profile.partition.empty() ? "" : ", partition " + spec.profile.partition) << ", "
+          << took << " s\n"
           << "site: " << site << "\n"
           << format_requeue_table(links);
     }
@@ -209,8 +210,8 @@ int run_requeue_doctor(Backend& backend, Host& login, const Spec& spec, const st
   const auto deadline = began + std::chrono::seconds(options.timeout_seconds);
   ProbeLog log;
   try {
-    f.job_requeue_flag = job_value(output_of(login, {"scontrol", "show", "job", "-o", job_id}),
-                                   "Requeue");
+    f.job_requeue_flag =
+        job_value(output_of(login, {"scontrol", "show", "job", "-o", job_id}), "Requeue");
     while (true) {
       JobStatus s = backend.status(job_id);
       read_more_log(w, s.stdout_path.empty() ? record.stdout_path : s.stdout_path, err);

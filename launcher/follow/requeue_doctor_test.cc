@@ -125,9 +125,8 @@ TEST_CASE("requeue doctor: no signal, no restart count, a lost count, no stop as
   RequeueSiteFacts f = facts();
   SECTION("the time limit passed without job.signal") {
     f.final_state = "TIMEOUT";
-    auto links =
-        requeue_links(parse_probe_log("hpclaunch doctor: run restart=unset at=1 counter=none\n"),
-                      f);
+    auto links = requeue_links(
+        parse_probe_log("hpclaunch doctor: run restart=unset at=1 counter=none\n"), f);
     const auto& l = find(links, "stop reaches the program", "USR1");
     CHECK(l.status == "FAIL");
     CHECK(l.found == "no USR1 reached the program (job TIMEOUT)");
@@ -136,9 +135,8 @@ TEST_CASE("requeue doctor: no signal, no restart count, a lost count, no stop as
   SECTION("the doctor gave up while the job ran: not reached, not failed") {
     f.final_state = "";
     f.gave_up = "gave up after 60 s (--timeout), the job was RUNNING, restarts 0";
-    auto links =
-        requeue_links(parse_probe_log("hpclaunch doctor: run restart=unset at=1 counter=none\n"),
-                      f);
+    auto links = requeue_links(
+        parse_probe_log("hpclaunch doctor: run restart=unset at=1 counter=none\n"), f);
     const auto& l = find(links, "stop reaches the program", "USR1");
     CHECK(l.status == "-");
     CHECK(l.found == "not reached: " + f.gave_up);
@@ -176,10 +174,11 @@ hpclaunch doctor: run restart=unset at=1 counter=none
 }
 
 TEST_CASE("requeue doctor: scontrol show config values and the time limit", "[requeue_doctor]") {
-  const std::string config = "Configuration data as of 2026-11-27T15:20:31\n"
-                             "AuthInfo                = socket=/tmp/m.sock,cred_expire=30\n"
-                             "JobRequeue              = 0\n"
-                             "PreemptMode             = REQUEUE\n";
+  const std::string config =
+      "Configuration data as of 2026-11-27T15:20:31\n"
+      "AuthInfo                = socket=/tmp/m.sock,cred_expire=30\n"
+      "JobRequeue              = 0\n"
+      "PreemptMode             = REQUEUE\n";
   CHECK(scontrol_config_value(config, "JobRequeue") == "0");
   CHECK(scontrol_config_value(config, "PreemptMode") == "REQUEUE");
   CHECK(scontrol_config_value(config, "Missing").empty());
