@@ -6,13 +6,17 @@
 # InfiniBand aliases (node01i, as on JSC clusters).
 #
 #   scripts/testcluster.sh up     [--dir D] [--nodes N] [--ssh-port P] [--port-base B] [--timeout S]
-#                                 [--accounting] [--ib-netns]
+#                                 [--accounting] [--ib-netns] [--conf-extra LINE]...
 #   scripts/testcluster.sh down   [--dir D]
 #   scripts/testcluster.sh status [--dir D]      exit 0 when up, 3 when down
 #   scripts/testcluster.sh restart-ctld [--dir D] [--down S]
 #                                 stops slurmctld (it saves its state), waits S seconds (default
 #                                 0), starts it again on that state: jobs and their ids live on
 #   eval "$(scripts/testcluster.sh env [--dir D])"
+#
+# --conf-extra LINE (repeatable) appends LINE (Key=Value ...) to slurm.conf, after everything
+# above: a test that needs a site's setting (JobRequeue=0) brings up a cluster of its own with it,
+# in its own --dir and ports, and leaves the shared one alone.
 #
 # Everything lives under D (default /tmp/hpclaunch-testcluster): etc/ (slurm.conf, gres.conf),
 # munge/, ssh/ (keys, known_hosts, `ssh -F D/ssh/config testlogin`), dev/ (fake GPUs), log/,
@@ -77,6 +81,7 @@ accounting=0
 ib=0
 ib_netns=""
 down_s=0
+conf_extra=()
 while (($#)); do
   case $1 in
     --dir) dir=${2:?--dir needs a value}; shift 2 ;;
@@ -87,12 +92,16 @@ while (($#)); do
     --accounting) accounting=1; shift ;;
     --ib-netns) ib=1; shift ;;
     --down) down_s=${2:?--down needs seconds}; shift 2 ;;
+    --conf-extra) conf_extra+=("${2:?--conf-extra needs a value}"); shift 2 ;;
     -h|--help) usage ;;
     *) echo "testcluster: unknown argument '$1'" >&2; usage ;;
   esac
 done
 for n in "$nodes" "$ssh_port" "$port_base" "$timeout_s" "$down_s"; do
   [[ $n =~ ^[0-9]+$ ]] || die "'$n' is not a number"
+done
+for line in "${conf_extra[@]}"; do
+  [[ $line =~ ^[A-Za-z]+=[^[:cntrl:]]*$ ]] || die "--conf-extra '$line' is not one line Key=Value"
 done
 ((nodes >= 1 && nodes <= 99)) || die "--nodes must be 1..99 (node names are node01..node99)"
 
@@ -277,6 +286,10 @@ EOF
   if ((accounting)); then
     echo "PartitionName=short Nodes=ALL MaxTime=00:30:00 MaxNodes=1 State=UP"
   fi
+  if ((${#conf_extra[@]})); then
+    echo "# --conf-extra"
+    printf '%s\n' "${conf_extra[@]}"
+  fi
 }
 
 slurmdbd_conf() {
@@ -399,6 +412,7 @@ cluster_env() {
   printf 'nodes=%q\nssh_port=%q\nport_base=%q\nclient_user=%q\naccounting=%q\n' \
     "$nodes" "$ssh_port" "$port_base" "$client_user" "$accounting"
   if ((ib)); then printf 'ib_netns=%q\n' "$ib_netns"; fi
+  if ((${#conf_extra[@]})); then printf 'conf_extra=(%s)\n' "$(printf '%q ' "${conf_extra[@]}")"; fi
 }
 
 # Writes $2 to file $1 (mode $3) when it differs; returns 1 when it differed.
