@@ -508,6 +508,12 @@ void SlurmBackend::cancel(const std::string& job_id) {
   check_job_id(job_id);
   CommandOptions o;
   o.timeout = options_.command_timeout;
+  // scancel sends TERM, and a job of hpclaunch's takes TERM for a preemption: its program
+  // checkpoints, writes the requeue marker, and the script runs `scontrol requeue`, which Slurm
+  // 22.05 grants (the job came back PENDING, Restarts=1). A job being cancelled may not be
+  // requeued: Requeue=0 first (best effort: a job that already ended refuses the update).
+  host_->run({"scontrol", "update", "JobId=" + job_id.substr(0, job_id.find('_')), "Requeue=0"},
+             o);
   auto r = host_->run({"scancel", job_id}, o);
   if (r.ok()) return;
   std::string what = "scancel " + job_id + " on " + host_->name() + ": " + r.summary("scancel");

@@ -397,9 +397,16 @@ TEST_CASE("job ids that are not Slurm's never reach scontrol or scancel", "[slur
 TEST_CASE("cancel runs scancel with the id, and read_log reads the host's file",
           "[slurm_backend][cancel]") {
   Fixture f;
-  f.host->reply("scancel", succeeded(""));
+  f.host->reply("scancel", succeeded("")).reply("scontrol", succeeded(""));
   f.backend->cancel("42");
-  CHECK(f.host->calls().at(0).argv == std::vector<std::string>{"scancel", "42"});
+  // First the job may no longer be requeued (its TERM handler would requeue it), then scancel.
+  CHECK(f.host->calls().at(0).argv ==
+        std::vector<std::string>{"scontrol", "update", "JobId=42", "Requeue=0"});
+  CHECK(f.host->calls().at(1).argv == std::vector<std::string>{"scancel", "42"});
+  f.host->reply("scancel", succeeded("")).reply("scontrol", succeeded(""));
+  f.backend->cancel("42_3");  // an array task: the flag is the array's
+  CHECK(f.host->calls_of("scontrol").back().argv ==
+        std::vector<std::string>{"scontrol", "update", "JobId=42", "Requeue=0"});
   f.host->reply("scancel", failed("scancel: error: Kill job error on job id 43: Access denied\n"));
   CHECK(message_of([&] { f.backend->cancel("43"); }) ==
         "scancel 43 on fakehost: scancel exited with 1: scancel: error: Kill job error on job "
