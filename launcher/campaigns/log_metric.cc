@@ -112,4 +112,11 @@ std::optional<double> last_metric_value(const LogMetric& metric, const std::stri
   return value;
 }
 
+LinePredicate log_line_matcher(const LogMetric& metric) {
+  return [regex = metric.regex](const std::string& line) {
+    const std::string text = split_rank_label(line).text;
+    return RE2::PartialMatch(text, *regex);
+  };
+}
+
 }  // namespace hpc

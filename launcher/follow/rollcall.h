@@ -1,0 +1,42 @@
+// The roll-call of a hung Python program (job.hang_seconds, launch srun or torchrun): the
+// Python stacks its ranks printed when hang detection asked them where they are (SIGURG, to
+// which a program answers through faulthandler.register(signal.SIGURG, all_threads=True);
+// docs/troubleshooting.md#a-job-that-hangs), read from the log's lines that srun labelled with
+// the rank, summed up in one line:
+//   roll-call: 3 of 4 ranks at train.py:88 in main, inside all_reduce;
+//              rank 2 on node02 at data.py:41 in __next__
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace hpc {
+
+// One frame of faulthandler's dump: `File "PATH", line N in FUNCTION`.
+struct PyFrame {
+  std::string file;  // as printed (a path)
+  int line = 0;
+  std::string function;
+};
+
+// Each labelled rank's stack, innermost frame first, from log lines ("2:   File ..."): of each
+// rank's dump, the thread that answered ("Current thread"), else the last listed (the main
+// thread, which faulthandler lists last). Lines of other kinds are skipped.
+std::map<int, std::vector<PyFrame>> parse_python_stacks(const std::vector<std::string>& lines);
+
+// Where a stack stands, in words: its innermost frame in the program's own code (not in
+// site-packages, dist-packages or Python's library), and the library function it called from
+// there: "train.py:88 in main, inside all_reduce"; "" for an empty stack.
+std::string stack_place(const std::vector<PyFrame>& stack);
+
+// The summary: the most common place first ("3 of 4 ranks at ..."), then each other group
+// with its ranks and their hosts; the ranks without a stack last ("rank 3: no stack (a
+// program answers only after faulthandler.register(signal.SIGURG))"). `host_of` names a
+// label's node (may return ""). "" when no rank printed a stack.
+std::string rollcall_summary(const std::map<int, std::vector<PyFrame>>& stacks, int labels,
+                             const std::function<std::string(int)>& host_of,
+                             bool labels_are_nodes);
+
+}  // namespace hpc
