@@ -15,6 +15,8 @@
 
 #include "atomic_file.h"
 #include "follow/hang.h"
+#include "follow/rollcall.h"
+#include "hostlist.h"
 #include "follow/run_record.h"
 #include "shell.h"
 
@@ -96,6 +98,7 @@ class Follower {
   bool hung(std::chrono::steady_clock::time_point now) const;
   int end_hung_job();
   std::vector<std::string> collect_where_lines();
+  std::string python_rollcall(const std::vector<std::string>& answers) const;
 
   Backend& backend_;
   std::string id_;
@@ -433,6 +436,25 @@ std::vector<std::string> Follower::collect_where_lines() {
   return lines;
 }
 
+// A Python program's answers are faulthandler's stacks, per srun label: one line of where the
+// ranks are (follow/rollcall.h); "" when the answers hold no stack.
+std::string Follower::python_rollcall(const std::vector<std::string>& answers) const {
+  const auto stacks = parse_python_stacks(answers);
+  if (stacks.empty()) return "";
+  std::vector<std::string> hosts;
+  try {
+    hosts = HostList::expand(status_.nodes);
+  } catch (const std::exception&) {}
+  const int world = std::max(o_.world_size, 1);
+  const int labels = o_.labels_are_nodes && !hosts.empty() ? int(hosts.size()) : world;
+  const int per_node = hosts.empty() ? 1 : std::max(1, world / int(hosts.size()));
+  auto host_of = [&](int label) {
+    const size_t node = size_t(o_.labels_are_nodes ? label : label / per_node);
+    return node < hosts.size() ? hosts[node] : std::string();
+  };
+  return rollcall_summary(stacks, labels, host_of, o_.labels_are_nodes);
+}
+
 int Follower::end_hung_job() {
   clear_status();
   const auto now = std::chrono::steady_clock::now();
@@ -453,9 +475,12 @@ int Follower::end_hung_job() {
         " only if it handles it: docs/troubleshooting.md#a-job-that-hangs)");
   }
   for (const auto& line : answers) say("  " + line);
+  const std::string rollcall = python_rollcall(answers);
+  if (!rollcall.empty()) say(rollcall);
   const std::string stamp = utc_now_iso8601();
   std::string report = "hpclaunch: job " + id_ + " hung; " + stamp + "\n";
   for (const auto& line : summary) report += line + "\n";
+  if (!rollcall.empty()) report += rollcall + "\n";
   report += std::string("\nanswers to SIG") + kWhereSignalName + ":\n";
   for (const auto& line : answers) report += line + "\n";
   if (answers.empty()) report += "(none)\n";

@@ -27,8 +27,8 @@ struct PyFrame {
 std::map<int, std::vector<PyFrame>> parse_python_stacks(const std::vector<std::string>& lines);
 
 // Where a stack stands, in words: its innermost frame in the program's own code (not in
-// site-packages, dist-packages or Python's library), and the library function it called from
-// there: "train.py:88 in main, inside all_reduce"; "" for an empty stack.
+// site-packages, dist-packages or Python's library), and the innermost library function below
+// it: "train.py:88 in main, inside all_reduce"; "" for an empty stack.
 std::string stack_place(const std::vector<PyFrame>& stack);
 
 // The summary: the most common place first ("3 of 4 ranks at ..."), then each other group
