@@ -10,9 +10,14 @@ stacks this program prints name the stuck rank:
 
 It opts into the roll-call with one line (faulthandler.register, below): Python prints every
 thread's stack when SIGURG arrives, even while the main thread is blocked inside a collective.
+
+With --heartbeat it prints nothing per step and writes its step into the heartbeat file
+hpclaunch reads instead ($HPCLAUNCH_HEARTBEAT_DIR/heartbeat-RANK): a quiet program that hang
+detection does not mistake for a hung one.
 """
 import argparse
 import faulthandler
+import os
 import signal
 import sys
 import time
@@ -53,14 +58,24 @@ def main():
     p.add_argument("--stuck-rank", type=int, default=2)
     p.add_argument("--stuck-step", type=int, default=3)
     p.add_argument("--step-sleep", type=float, default=0.2)
+    p.add_argument("--heartbeat", action="store_true", help="a heartbeat file, not a line, a step")
     a = p.parse_args()
     dist.init_process_group(backend="gloo")
     rank = dist.get_rank()
     batches = Batches(rank, a.stuck_rank, a.stuck_step)
+    heartbeat = None
+    if a.heartbeat:
+        os.makedirs(os.environ["HPCLAUNCH_HEARTBEAT_DIR"], exist_ok=True)
+        heartbeat = os.path.join(os.environ["HPCLAUNCH_HEARTBEAT_DIR"], f"heartbeat-{rank}")
+        say(f"rank {rank}: heartbeat in {heartbeat}, no line a step")
     for step in range(a.steps):
         x = next(batches)
         dist.all_reduce(x)
-        say(f"rank {rank}: step {step} sum {x[0].item():.0f}")
+        if heartbeat:
+            with open(heartbeat, "w") as f:
+                f.write(f"step {step}\n")
+        else:
+            say(f"rank {rank}: step {step} sum {x[0].item():.0f}")
         time.sleep(a.step_sleep)
     dist.destroy_process_group()
 

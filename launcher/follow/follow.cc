@@ -369,7 +369,8 @@ int Follower::finish() {
 }
 
 // --- hang detection --------------------------------------------------------------------------
-// While the job runs: reads every rank's progress file now and then (a quarter of
+// While the job runs: reads every rank's progress file (hpctrain's rank-N; a program's own
+// heartbeat-N) now and then (a quarter of
 // job.hang_seconds, between 2 and 30 s: each read is a file read on the backend's host, over
 // SSH for the ssh backend), and the log as it streams.
 void Follower::watch_for_hang(std::chrono::steady_clock::time_point now) {
@@ -390,8 +391,12 @@ void Follower::watch_for_hang(std::chrono::steady_clock::time_point now) {
   next_progress_read_ = now + period;
   for (int r = 0; r < std::max(o_.world_size, 1); ++r) {
     try {
-      LogChunk c = backend_.read_log(o_.progress_dir + "/rank-" + std::to_string(r), 0, 4096);
-      hang_.saw_progress(r, c.exists ? c.data : "", now);
+      const std::string base = o_.progress_dir + "/" + (o_.heartbeats ? "heartbeat-" : "rank-");
+      LogChunk c = backend_.read_log(base + std::to_string(r), 0, 4096);
+      if (o_.heartbeats)
+        hang_.saw_heartbeat(r, c.exists ? c.data : "", now);
+      else
+        hang_.saw_progress(r, c.exists ? c.data : "", now);
     } catch (const BackendError&) {
       return;  // unreachable now: the next read tries again (no change counts as no change)
     }

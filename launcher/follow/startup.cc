@@ -130,7 +130,7 @@ std::vector<StartPhases> read_start_phases(Backend& backend, const std::string& 
 }
 
 std::string startup_text(const std::vector<StartPhases>& starts, bool hpctrain) {
-  std::string s = fmt::format("start-up, each start of the job ({}):\n",
+  std::string s = fmt::format("\nstart-up, each start of the job ({}):\n",
                               hpctrain ? "rendezvous: hpctrain's first collective"
                                        : "rendezvous: the program's first output line");
   s += fmt::format("  {:<9} {:>9} {:>12} {:>11} {:>11} {:>14}\n", "restart", "queue",

@@ -25,6 +25,9 @@
 #                       stops in its data loader, the others wait in all_reduce; hpclaunch run's
 #                       roll-call names rank 2 on node02 in __next__ and the 3 others in
 #                       all_reduce within hang_seconds + 30 s of the hang (the time is printed)
+#   hang_heartbeat      the same with --heartbeat: no line a step for 15 s (more than
+#                       hang_seconds), only heartbeat files; the job is not ended before rank 2
+#                       gets stuck, and the roll-call then names it
 # allreduce_srun and lightning_requeue also check `hpclaunch report JOB --json`'s start-up phases
 # (queue, environment, rendezvous) of the 2-node run, and of both starts of the requeued one.
 set -euo pipefail
@@ -104,18 +107,21 @@ check_allreduce() {
   [[ $(grep -c "sum of ranks" "$out") -eq 1 ]] || fail "only rank 0 prints the sum"
 }
 
-# JOB STARTS: `hpclaunch report JOB --json` has STARTS starts, each with its queue, environment
-# and rendezvous (the program's first line) phases measured; prints the text report.
+# JOB STARTS [METRIC_REGEX]: `hpclaunch report JOB --json` has STARTS starts, each with its
+# queue, environment and rendezvous (the program's first line) phases measured, and with
+# METRIC_REGEX its first step (the first line it matches); prints the text report.
 check_startup() {
-  "$hpclaunch" report "$1" >report.txt 2>report.err || fail "hpclaunch report $1 exited $?"
+  local metric=()
+  [[ -z ${3:-} ]] || metric=(--metric-regex "$3")
+  "$hpclaunch" report "$1" "${metric[@]}" >report.txt 2>report.err || fail "hpclaunch report $1 exited $?"
   cat report.txt
-  "$hpclaunch" report "$1" --json >report.json 2>>report.err || fail "hpclaunch report --json"
-  "$py" - report.json "$2" <<'PY' || fail "the start-up phases are incomplete (report.json)"
+  "$hpclaunch" report "$1" "${metric[@]}" --json >report.json 2>>report.err || fail "hpclaunch report --json"
+  "$py" - report.json "$2" "${3:+step}" <<'PY' || fail "the start-up phases are incomplete (report.json)"
 import json, sys
 starts = json.load(open(sys.argv[1]))["startup"]
 assert len(starts) == int(sys.argv[2]), starts
 for s in starts:
-    for k in ("queue_s", "environment_s", "rendezvous_s"):
+    for k in ("queue_s", "environment_s", "rendezvous_s") + (("first_step_s",) if sys.argv[3] else ()):
         assert s[k] is not None and 0 <= s[k] < 300, (k, s)
     assert s["started"] < s["environment_ready"] < s["rendezvous"], s
 PY
@@ -190,7 +196,7 @@ case "$case_name" in
     expect run.out "^0: lightning: finished at step $steps, " "the resumed run did not finish at step $steps"
     grep -E "lightning: (training starts|finished)|auto-requeue|Requeued SLURM|Restoring states|REQUEUED" run.out run.err
     echo "lightning: preempted, requeued (Restarts=1), resumed at step $resumed, finished at step $steps"
-    check_startup "$job" 2
+    check_startup "$job" 2 'lightning: step [0-9]+ loss'
     ;;
   nanogpt_torchrun)
     steps=20
@@ -231,15 +237,17 @@ PY
     for f in speedup.png speedup.svg; do [[ -s $sw/plots/$f ]] || fail "no plots/$f"; done
     xmllint --noout "$sw/plots/speedup.svg" || fail "speedup.svg does not parse"
     ;;
-  hang_rollcall)
-    hang=10
+  hang_rollcall | hang_heartbeat)
+    hang=10 stuck=3 quiet=()
+    # 60 steps of 0.25 s: 15 s without a line, which only the heartbeats keep from being a hang.
+    [[ $case_name == hang_rollcall ]] || { stuck=60 quiet=(--heartbeat --step-sleep 0.25); }
     timeout 300 "$hpclaunch" run --no-project --preset 2n2g --launch srun --set shape.cpus_per_gpu=1 \
       --set "job.name=$name" --set job.hang_seconds=$hang -- \
-      "$py" "$programs/stuck_loader.py" --stuck-rank 2 --stuck-step 3 >run.out 2>run.err &
+      "$py" "$programs/stuck_loader.py" --stuck-rank 2 --stuck-step $stuck "${quiet[@]}" >run.out 2>run.err &
     follower=$!
-    wait_line run.out "^2: rank 2: stuck in the data loader at step 3 at " 240 ||
-      fail "rank 2 did not get stuck"
-    hung_at=$(sed -n 's/^2: rank 2: stuck in the data loader at step 3 at \([0-9.]*\)$/\1/p' run.out)
+    wait_line run.out "^2: rank 2: stuck in the data loader at step $stuck at " 240 ||
+      fail "rank 2 did not get stuck at step $stuck"
+    hung_at=$(sed -n "s/^2: rank 2: stuck in the data loader at step $stuck at \([0-9.]*\)$/\1/p" run.out)
     wait_line run.err "roll-call: " $((hang + 60)) || fail "no roll-call within $((hang + 60)) s"
     named_at=$(date +%s.%N)
     rc=0
@@ -250,7 +258,7 @@ PY
     expect run.err "roll-call: 3 of 4 ranks at stuck_loader.py:[0-9]+ in main, inside all_reduce; rank 2 on node02 at stuck_loader.py:[0-9]+ in __next__$" \
       "the roll-call did not name rank 2 in its data loader"
     latency=$(awk -v a="$named_at" -v b="$hung_at" 'BEGIN { printf "%.1f", a - b }')
-    echo "hang_rollcall: rank 2 hung at $hung_at; the roll-call named it $latency s later (job.hang_seconds = $hang)"
+    echo "$case_name: rank 2 hung at $hung_at; the roll-call named it $latency s later (job.hang_seconds = $hang)"
     awk -v l="$latency" -v h="$hang" 'BEGIN { exit !(l <= h + 30) }' ||
       fail "the roll-call came $latency s after the hang, more than job.hang_seconds + 30"
     ls runs/*/hang-*.txt >/dev/null || fail "no hang report in the run directory"
