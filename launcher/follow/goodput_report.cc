@@ -250,9 +250,9 @@ int report_run(const std::string& job, const BackendChoice& choice,
   const bool hpctrain = record.launch == "hpctrain";
   StartupMarkers markers = hpctrain ? hpctrain_startup_markers() : StartupMarkers{};
   if (options.first_step_line) markers.first_step = options.first_step_line;
-  const auto starts =
-      read_start_phases(*run.backend, record.stdout_path, timeline,
-                        parse_utc_iso8601(record.submitted_at), markers, metrics ? &*metrics : nullptr);
+  const auto starts = read_start_phases(*run.backend, record.stdout_path, timeline,
+                                        parse_utc_iso8601(record.submitted_at), markers,
+                                        metrics ? &*metrics : nullptr);
 
   // The plot goes into the run directory where it is on this machine (slurm, local), else into
   // the local copy of the record (ssh), named by the job for a task of an array.

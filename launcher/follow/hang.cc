@@ -116,7 +116,7 @@ std::vector<std::string> HangWatch::summary(int world_size, int hang_seconds,
   const double quiet = quiet_seconds(now).value_or(0);
   std::vector<std::string> lines;
   lines.push_back(fmt::format("hang: no rank reported {} for {:.0f} s (job.hang_seconds = {})",
-                              has_progress_files()   ? "progress"
+                              has_progress_files() ? "progress"
                               : heartbeat_.empty() ? "output"
                                                    : "output or heartbeat",
                               quiet, hang_seconds));

@@ -132,8 +132,7 @@ std::string rollcall_summary(const std::map<int, std::vector<PyFrame>>& stacks, 
   std::vector<int> silent;
   for (int r = 0; r < labels; ++r)
     if (!stacks.count(r)) silent.push_back(r);
-  if (!silent.empty())
-    s += fmt::format("; {}: no stack", who(silent));
+  if (!silent.empty()) s += fmt::format("; {}: no stack", who(silent));
   return s;
 }
 

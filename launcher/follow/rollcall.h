@@ -36,7 +36,6 @@ std::string stack_place(const std::vector<PyFrame>& stack);
 // program answers only after faulthandler.register(signal.SIGURG))"). `host_of` names a
 // label's node (may return ""). "" when no rank printed a stack.
 std::string rollcall_summary(const std::map<int, std::vector<PyFrame>>& stacks, int labels,
-                             const std::function<std::string(int)>& host_of,
-                             bool labels_are_nodes);
+                             const std::function<std::string(int)>& host_of, bool labels_are_nodes);
 
 }  // namespace hpc

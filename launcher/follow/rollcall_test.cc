@@ -30,11 +30,11 @@ std::vector<std::string> waiting(int r) {
 
 TEST_CASE("rollcall: faulthandler's stacks per rank, the answering thread's", "[rollcall]") {
   std::vector<std::string> log = waiting(0);
-  for (const auto& l : std::vector<std::string>{
-           "2: Current thread 0x00007f00 (most recent call first):",
-           "2:   File \"/home/me/proj/data.py\", line 41 in __next__",
-           "2:   File \"/home/me/proj/train.py\", line 80 in main",
-           "hpclaunch: a line of the script", "1: step 3 loss 2.5"})
+  for (const auto& l :
+       std::vector<std::string>{"2: Current thread 0x00007f00 (most recent call first):",
+                                "2:   File \"/home/me/proj/data.py\", line 41 in __next__",
+                                "2:   File \"/home/me/proj/train.py\", line 80 in main",
+                                "hpclaunch: a line of the script", "1: step 3 loss 2.5"})
     log.push_back(l);
   auto stacks = parse_python_stacks(log);
   REQUIRE(stacks.size() == 2);

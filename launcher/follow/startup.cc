@@ -109,8 +109,8 @@ std::vector<StartPhases> read_start_phases(Backend& backend, const std::string& 
   for (const auto& run : timeline) {
     std::string log;
     if (auto span = startup_log_span(run); span && !log_path.empty()) {
-      const size_t want = size_t(std::min<unsigned long long>(span->to - span->from,
-                                                              kMaxSpanBytes));
+      const size_t want =
+          size_t(std::min<unsigned long long>(span->to - span->from, kMaxSpanBytes));
       uint64_t offset = span->from;
       try {
         while (log.size() < want) {
@@ -133,11 +133,11 @@ std::string startup_text(const std::vector<StartPhases>& starts, bool hpctrain) 
   std::string s = fmt::format("\nstart-up, each start of the job ({}):\n",
                               hpctrain ? "rendezvous: hpctrain's first collective"
                                        : "rendezvous: the program's first output line");
-  s += fmt::format("  {:<9} {:>9} {:>12} {:>11} {:>11} {:>14}\n", "restart", "queue",
-                   "environment", "rendezvous", "first step", "start to step");
+  s += fmt::format("  {:<9} {:>9} {:>12} {:>11} {:>11} {:>14}\n", "restart", "queue", "environment",
+                   "rendezvous", "first step", "start to step");
   for (const auto& p : starts)
-    s += fmt::format("  {:<9} {:>9} {:>12} {:>11} {:>11} {:>14}\n", p.restart,
-                     seconds(p.queue_s()), seconds(p.environment_s()), seconds(p.rendezvous_s()),
+    s += fmt::format("  {:<9} {:>9} {:>12} {:>11} {:>11} {:>14}\n", p.restart, seconds(p.queue_s()),
+                     seconds(p.environment_s()), seconds(p.rendezvous_s()),
                      seconds(p.first_step_s()), seconds(p.first_step ? p.total_s() : std::nullopt));
   return s;
 }

@@ -40,9 +40,9 @@ StartupMarkers hpctrain_startup_markers();
 // One start of the job (restart N). Times are Unix seconds; none: not known.
 struct StartPhases {
   int restart = 0;
-  std::optional<double> submitted;  // restart 0: the submission; N: the previous run's end
-  double started = 0;               // the batch script's first line
-  std::optional<double> env_ready;  // its launch began: modules, venv, rendezvous variables done
+  std::optional<double> submitted;   // restart 0: the submission; N: the previous run's end
+  double started = 0;                // the batch script's first line
+  std::optional<double> env_ready;   // its launch began: modules, venv, rendezvous variables done
   std::optional<double> rendezvous;  // the rendezvous line (hpctrain), else the first output
   std::optional<double> first_step;  // hpctrain's first step done, or the first metric line
 

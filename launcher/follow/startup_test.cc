@@ -29,10 +29,10 @@ std::string log_mark(double t, int restart, unsigned long long bytes) {
 // srun's warning, the program's first line, a metric line.
 const std::string kBefore(100, 'x');
 const std::string kLines =
-    "srun: warning: something\n"         // 25 bytes: offsets 100-124
-    "0: importing torch\n"               // 19 bytes: 125-143
+    "srun: warning: something\n"           // 25 bytes: offsets 100-124
+    "0: importing torch\n"                 // 19 bytes: 125-143
     "hpclaunch: USR1: asking the tasks\n"  // 34 bytes: 144-177
-    "1: step 0 loss 10.9 tok/s 1234\n";  // 31 bytes: 178-208
+    "1: step 0 loss 10.9 tok/s 1234\n";    // 31 bytes: 178-208
 
 }  // namespace
 
@@ -82,11 +82,10 @@ TEST_CASE("startup: the phases of one start from its timeline and log", "[startu
   CHECK(*p.first_step_s() == Approx(10.9));
 }
 
-TEST_CASE("startup: a line past the last mark is not dated; no marks, no log phases",
+TEST_CASE("startup: a line past the last mark is not dated, and without marks no log phases",
           "[startup]") {
-  auto runs = parse_timeline(event("start", 0, 0) + event("launch", 1, 0) + log_mark(1.1, 0, 0) +
-                                 log_mark(2, 0, 10),
-                             "t");
+  auto runs = parse_timeline(
+      event("start", 0, 0) + event("launch", 1, 0) + log_mark(1.1, 0, 0) + log_mark(2, 0, 10), "t");
   StartPhases p = start_phases(runs[0], std::nullopt, "123456789\nlater line\n", {}, std::nullopt);
   REQUIRE(p.rendezvous);
   CHECK(*p.rendezvous == Approx(T0 + 2));
@@ -118,16 +117,17 @@ TEST_CASE("startup: the table of a requeued job, one row a start", "[startup]") 
   b.env_ready = T0 + 131.5;
   const std::string text = startup_text({a, b}, true);
   CHECK_THAT(text, Contains("rendezvous: hpctrain's first collective"));
-  CHECK_THAT(text, Contains("  0            12.0 s        0.4 s       2.6 s       6.0 s          9.0 s"));
-  CHECK_THAT(text, Contains("  1            31.0 s        0.5 s           -           -              -"));
+  CHECK_THAT(text,
+             Contains("  0            12.0 s        0.4 s       2.6 s       6.0 s          9.0 s"));
+  CHECK_THAT(text,
+             Contains("  1            31.0 s        0.5 s           -           -              -"));
   auto j = startup_json({a, b});
   REQUIRE(j.size() == 2);
   CHECK(j[0]["queue_s"].get<double>() == Approx(12));
   CHECK(j[1]["rendezvous"].is_null());
 }
 
-TEST_CASE("startup: a log event without a number of bytes is left out; an unknown event is "
-          "refused",
+TEST_CASE("startup: a log event without a number of bytes is left out, an unknown event refused",
           "[startup]") {
   auto runs = parse_timeline(event("start", 0, 0) + event("log", 1, 0, R"(,"bytes":null)"), "t");
   CHECK(runs[0].log_marks.empty());
