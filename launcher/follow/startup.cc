@@ -96,6 +96,9 @@ StartPhases start_phases(const TimelineRun& run, std::optional<double> submitted
     if (!p.first_step && markers.first_step && markers.first_step(line))
       p.first_step = time_of_log_offset(run.log_marks, offset);
   }
+  // A line is dated up to a mark's interval late; hpctrain's first step comes exactly from its
+  // metrics: the rendezvous line, printed before it, cannot have come after it.
+  if (p.rendezvous && p.first_step && *p.rendezvous > *p.first_step) p.rendezvous = p.first_step;
   return p;
 }
 

@@ -80,6 +80,12 @@ TEST_CASE("startup: the phases of one start from its timeline and log", "[startu
   REQUIRE(p.rendezvous);
   CHECK(*p.rendezvous == Approx(T0 + 4.1));  // byte 122 of the second line: the mark at 4.1
   CHECK(*p.first_step_s() == Approx(10.9));
+  // The line is dated by its mark (4.1), after hpctrain's exact first step (4.0): it was printed
+  // before that step, so the rendezvous is moved back to it, never after it.
+  p = start_phases(runs[0], T0, "0: hpctrain: data ...\n0: hpctrain: model d12 ...\n",
+                   hpctrain_startup_markers(), T0 + 4.0);
+  CHECK(*p.rendezvous == Approx(T0 + 4.0));
+  CHECK(*p.first_step_s() == Approx(0));
 }
 
 TEST_CASE("startup: a line past the last mark is not dated, and without marks no log phases",
