@@ -10,14 +10,14 @@
 #include <thread>
 
 #include <fmt/core.h>
-#include <nlohmann/json.hpp>
 #include <re2/re2.h>
+#include <nlohmann/json.hpp>
 
 #include "atomic_file.h"
 #include "follow/hang.h"
 #include "follow/rollcall.h"
-#include "hostlist.h"
 #include "follow/run_record.h"
+#include "hostlist.h"
 #include "shell.h"
 
 namespace hpc {
@@ -451,13 +451,12 @@ std::string Follower::python_rollcall(const std::vector<std::string>& answers) c
     hosts = HostList::expand(status_.nodes);
   } catch (const std::exception&) {}
   const int world = std::max(o_.world_size, 1);
-  const int labels = o_.labels_are_nodes && !hosts.empty() ? int(hosts.size()) : world;
   const int per_node = hosts.empty() ? 1 : std::max(1, world / int(hosts.size()));
   auto host_of = [&](int label) {
     const size_t node = size_t(o_.labels_are_nodes ? label : label / per_node);
     return node < hosts.size() ? hosts[node] : std::string();
   };
-  return rollcall_summary(stacks, labels, host_of, o_.labels_are_nodes);
+  return rollcall_summary(stacks, world, host_of, o_.labels_are_nodes);
 }
 
 int Follower::end_hung_job() {

@@ -53,34 +53,39 @@ std::string base_name(const std::string& path) {
 
 }  // namespace
 
-std::map<int, std::vector<PyFrame>> parse_python_stacks(const std::vector<std::string>& lines) {
+std::map<int, std::vector<PyStack>> parse_python_stacks(const std::vector<std::string>& lines) {
+  // One process's dump: its threads, and which one answered ("Current thread").
   struct Dump {
-    std::vector<std::vector<PyFrame>> threads;
-    int current = -1;  // the thread that answered
+    std::vector<PyStack> threads;
+    int current = -1;
   };
-  std::map<int, Dump> dumps;
+  std::map<int, std::vector<Dump>> dumps;  // per label, in the order they began
   for (const auto& line : lines) {
     std::string text;
     const int label = split_label(line, text);
     if (label < 0) continue;
-    Dump& d = dumps[label];
+    auto& of_label = dumps[label];
     const bool current = text.rfind("Current thread 0x", 0) == 0;
     if (current || text.rfind("Thread 0x", 0) == 0) {
-      // A second dump of the same rank (asked twice): start over.
-      if (current && d.current >= 0) d = Dump{};
+      // A second "Current thread" under one label is another process (torchrun's workers share
+      // their node's label) or the same rank asked again.
+      if (of_label.empty() || (current && of_label.back().current >= 0)) of_label.emplace_back();
+      Dump& d = of_label.back();
       d.threads.emplace_back();
       if (current) d.current = int(d.threads.size()) - 1;
       continue;
     }
     PyFrame f;
-    if (!d.threads.empty() && parse_frame(text, f)) d.threads.back().push_back(f);
+    if (!of_label.empty() && !of_label.back().threads.empty() && parse_frame(text, f))
+      of_label.back().threads.back().push_back(f);
   }
-  std::map<int, std::vector<PyFrame>> stacks;
-  for (auto& [label, d] : dumps) {
-    if (d.threads.empty()) continue;
-    auto& chosen = d.threads[size_t(d.current >= 0 ? d.current : int(d.threads.size()) - 1)];
-    if (!chosen.empty()) stacks[label] = chosen;
-  }
+  std::map<int, std::vector<PyStack>> stacks;
+  for (auto& [label, of_label] : dumps)
+    for (auto& d : of_label) {
+      if (d.threads.empty()) continue;
+      auto& chosen = d.threads[size_t(d.current >= 0 ? d.current : int(d.threads.size()) - 1)];
+      if (!chosen.empty()) stacks[label].push_back(chosen);
+    }
   return stacks;
 }
 
@@ -96,43 +101,60 @@ std::string stack_place(const std::vector<PyFrame>& stack) {
   return s;
 }
 
-std::string rollcall_summary(const std::map<int, std::vector<PyFrame>>& stacks, int labels,
+std::string rollcall_summary(const std::map<int, std::vector<PyStack>>& stacks, int ranks,
                              const std::function<std::string(int)>& host_of,
                              bool labels_are_nodes) {
-  if (stacks.empty()) return "";
+  // Labels per place, once for each process that answered there.
   std::map<std::string, std::vector<int>> at;
-  for (const auto& [label, stack] : stacks) at[stack_place(stack)].push_back(label);
+  int answered = 0;
+  for (const auto& [label, of_label] : stacks) {
+    // Ranks: the last dump (a rank asked twice answers twice); nodes: each worker's.
+    const size_t first = labels_are_nodes ? 0 : of_label.size() - 1;
+    for (size_t i = first; i < of_label.size(); ++i, ++answered)
+      at[stack_place(of_label[i])].push_back(label);
+  }
+  if (at.empty()) return "";
   std::vector<std::pair<std::string, std::vector<int>>> groups(at.begin(), at.end());
   std::stable_sort(groups.begin(), groups.end(),
                    [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
-  const char* one = labels_are_nodes ? "node" : "rank";
-  const char* many = labels_are_nodes ? "nodes" : "ranks";
-  auto who = [&](const std::vector<int>& ranks) {
-    std::string s = fmt::format("{} {}", ranks.size() > 1 ? many : one, rank_ranges(ranks));
+  auto hosts_of = [&](const std::vector<int>& labels) {
     std::vector<std::string> hosts;
-    for (int r : ranks) {
-      const std::string h = host_of ? host_of(r) : "";
+    for (int l : labels) {
+      const std::string h = host_of ? host_of(l) : "";
       if (!h.empty() && std::find(hosts.begin(), hosts.end(), h) == hosts.end()) hosts.push_back(h);
     }
-    if (!hosts.empty() && hosts.size() <= 4) {
-      s += " on " + hosts[0];
-      for (size_t i = 1; i < hosts.size(); ++i) s += ", " + hosts[i];
-    }
+    if (hosts.empty() || hosts.size() > 4) return std::string();
+    std::string s = " on " + hosts[0];
+    for (size_t i = 1; i < hosts.size(); ++i) s += ", " + hosts[i];
     return s;
+  };
+  // "rank 2 on node02"; under torchrun the labels are nodes, and the ranks are counted.
+  auto who = [&](const std::vector<int>& labels) {
+    if (labels_are_nodes)
+      return fmt::format("{} {}{}", labels.size(), labels.size() > 1 ? "ranks" : "rank",
+                         hosts_of(labels));
+    return fmt::format("{} {}{}", labels.size() > 1 ? "ranks" : "rank", rank_ranges(labels),
+                       hosts_of(labels));
   };
   std::string s = "roll-call: ";
   for (size_t i = 0; i < groups.size(); ++i) {
-    const auto& [place, ranks] = groups[i];
+    const auto& [place, labels] = groups[i];
     if (i > 0) s += "; ";
-    if (i == 0 && groups.size() > 1 && ranks.size() > 1)
-      s += fmt::format("{} of {} {} at {}", ranks.size(), labels, many, place);
+    if (i == 0 && groups.size() > 1 && labels.size() > 1)
+      s += fmt::format("{} of {} ranks at {}", labels.size(), ranks, place);
     else
-      s += who(ranks) + " at " + place;
+      s += who(labels) + " at " + place;
+  }
+  if (labels_are_nodes) {
+    if (answered < ranks)
+      s += fmt::format("; {} {}: no stack", ranks - answered,
+                       ranks - answered > 1 ? "ranks" : "rank");
+    return s;
   }
   std::vector<int> silent;
-  for (int r = 0; r < labels; ++r)
+  for (int r = 0; r < ranks; ++r)
     if (!stacks.count(r)) silent.push_back(r);
-  if (!silent.empty()) s += fmt::format("; {}: no stack", who(silent));
+  if (!silent.empty()) s += "; " + who(silent) + ": no stack";
   return s;
 }
 

@@ -20,22 +20,27 @@ struct PyFrame {
   int line = 0;
   std::string function;
 };
+using PyStack = std::vector<PyFrame>;  // innermost frame first
 
-// Each labelled rank's stack, innermost frame first, from log lines ("2:   File ..."): of each
-// rank's dump, the thread that answered ("Current thread"), else the last listed (the main
-// thread, which faulthandler lists last). Lines of other kinds are skipped.
-std::map<int, std::vector<PyFrame>> parse_python_stacks(const std::vector<std::string>& lines);
+// The stacks in log lines ("2:   File ..."), per srun label: of each process's dump, the thread
+// that answered ("Current thread"), else the last listed (the main thread, which faulthandler
+// lists last). Under launch srun a label is a rank and holds one process (a rank asked twice:
+// both dumps); under torchrun it is a node, and each of its workers' dumps (a second "Current
+// thread" begins the next; lines the workers wrote at the same moment may mix). Lines of other
+// kinds are skipped.
+std::map<int, std::vector<PyStack>> parse_python_stacks(const std::vector<std::string>& lines);
 
 // Where a stack stands, in words: its innermost frame in the program's own code (not in
 // site-packages, dist-packages or Python's library), and the innermost library function below
 // it: "train.py:88 in main, inside all_reduce"; "" for an empty stack.
-std::string stack_place(const std::vector<PyFrame>& stack);
+std::string stack_place(const PyStack& stack);
 
-// The summary: the most common place first ("3 of 4 ranks at ..."), then each other group
-// with its ranks and their hosts; the ranks without a stack last ("rank 3: no stack (a
-// program answers only after faulthandler.register(signal.SIGURG))"). `host_of` names a
-// label's node (may return ""). "" when no rank printed a stack.
-std::string rollcall_summary(const std::map<int, std::vector<PyFrame>>& stacks, int labels,
+// The summary: the most common place first ("3 of 4 ranks at ..."), then each other group with
+// its ranks and their hosts (under torchrun: how many ranks, on which nodes), then the ranks
+// without a stack ("rank 3 on node02: no stack": not registered, or not a Python process).
+// `ranks`: the world size; `host_of` names a label's node (may return ""). "" when no rank
+// printed a stack.
+std::string rollcall_summary(const std::map<int, std::vector<PyStack>>& stacks, int ranks,
                              const std::function<std::string(int)>& host_of, bool labels_are_nodes);
 
 }  // namespace hpc

@@ -38,12 +38,14 @@ TEST_CASE("rollcall: faulthandler's stacks per rank, the answering thread's", "[
     log.push_back(l);
   auto stacks = parse_python_stacks(log);
   REQUIRE(stacks.size() == 2);
-  REQUIRE(stacks[0].size() == 4);
-  CHECK(stacks[0][0].function == "all_reduce");
-  CHECK(stacks[0][2].file == "/home/me/proj/train.py");
-  CHECK(stacks[0][2].line == 88);
-  CHECK(stack_place(stacks[0]) == "train.py:88 in main, inside all_reduce");
-  CHECK(stack_place(stacks[2]) == "data.py:41 in __next__");
+  REQUIRE(stacks[0].size() == 1);
+  const PyStack& s0 = stacks[0][0];
+  REQUIRE(s0.size() == 4);
+  CHECK(s0[0].function == "all_reduce");
+  CHECK(s0[2].file == "/home/me/proj/train.py");
+  CHECK(s0[2].line == 88);
+  CHECK(stack_place(s0) == "train.py:88 in main, inside all_reduce");
+  CHECK(stack_place(stacks[2][0]) == "data.py:41 in __next__");
   CHECK(stack_place({}) == "");
   // A stack wholly in libraries: its innermost frame.
   CHECK(stack_place({{"/usr/lib/python3.11/threading.py", 320, "wait"}}) ==
@@ -66,9 +68,28 @@ TEST_CASE("rollcall: the summary names the stuck rank and its node", "[rollcall]
   CHECK(rollcall_summary(parse_python_stacks(waiting(0)), 2, host_of, false) ==
         "roll-call: rank 0 on node01 at train.py:88 in main, inside all_reduce; rank 1 on node01: "
         "no stack");
-  // torchrun: the labels are nodes.
-  CHECK(rollcall_summary(parse_python_stacks(waiting(1)), 2, nullptr, true) ==
-        "roll-call: node 1 at train.py:88 in main, inside all_reduce; node 0: no stack");
+  // torchrun: the labels are nodes, and each node's workers answer under its label.
+  std::vector<std::string> nodes = waiting(0);
+  for (const auto& l : waiting(0)) nodes.push_back(l);
+  for (const auto& l : waiting(1)) nodes.push_back(l);
+  nodes.push_back("1: Current thread 0x00007f00 (most recent call first):");
+  nodes.push_back("1:   File \"/home/me/proj/data.py\", line 41 in __next__");
+  auto by_node = parse_python_stacks(nodes);
+  REQUIRE(by_node[0].size() == 2);
+  REQUIRE(by_node[1].size() == 2);
+  auto node_host = [](int l) { return l == 0 ? std::string("node01") : std::string("node02"); };
+  CHECK(rollcall_summary(by_node, 4, node_host, true) ==
+        "roll-call: 3 of 4 ranks at train.py:88 in main, inside all_reduce; 1 rank on node02 at "
+        "data.py:41 in __next__");
+  CHECK(rollcall_summary(parse_python_stacks(waiting(1)), 4, node_host, true) ==
+        "roll-call: 1 rank on node02 at train.py:88 in main, inside all_reduce; 3 ranks: no "
+        "stack");
+  // A rank asked twice: its last answer.
+  auto twice = waiting(0);
+  twice.push_back("0: Current thread 0x00007f00 (most recent call first):");
+  twice.push_back("0:   File \"/home/me/proj/data.py\", line 41 in __next__");
+  CHECK(rollcall_summary(parse_python_stacks(twice), 1, nullptr, false) ==
+        "roll-call: rank 0 at data.py:41 in __next__");
   CHECK(rollcall_summary({}, 4, host_of, false).empty());
 }
 

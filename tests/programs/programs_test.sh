@@ -28,6 +28,10 @@
 #   hang_heartbeat      the same with --heartbeat: no line a step for 15 s (more than
 #                       hang_seconds), only heartbeat files; the job is not ended before rank 2
 #                       gets stuck, and the roll-call then names it
+#   hang_torchrun       hang_rollcall under --launch torchrun: srun's labels are nodes, each
+#                       node's two workers answer under its label; the roll-call counts the ranks
+#                       in all_reduce (a dump two workers wrote at once may be left out) and names
+#                       1 in __next__ on the node whose label printed the stall
 # allreduce_srun and lightning_requeue also check `hpclaunch report JOB --json`'s start-up phases
 # (queue, environment, rendezvous) of the 2-node run, and of both starts of the requeued one.
 set -euo pipefail
@@ -237,17 +241,21 @@ PY
     for f in speedup.png speedup.svg; do [[ -s $sw/plots/$f ]] || fail "no plots/$f"; done
     xmllint --noout "$sw/plots/speedup.svg" || fail "speedup.svg does not parse"
     ;;
-  hang_rollcall | hang_heartbeat)
-    hang=10 stuck=3 quiet=()
+  hang_rollcall | hang_heartbeat | hang_torchrun)
+    hang=10 stuck=3 quiet=() launch=srun extra=() interpreter=("$py")
     # 60 steps of 0.25 s: 15 s without a line, which only the heartbeats keep from being a hang.
-    [[ $case_name == hang_rollcall ]] || { stuck=60 quiet=(--heartbeat --step-sleep 0.25); }
-    timeout 300 "$hpclaunch" run --no-project --preset 2n2g --launch srun --set shape.cpus_per_gpu=1 \
-      --set "job.name=$name" --set job.hang_seconds=$hang -- \
-      "$py" "$programs/stuck_loader.py" --stuck-rank 2 --stuck-step $stuck "${quiet[@]}" >run.out 2>run.err &
+    [[ $case_name != hang_heartbeat ]] || { stuck=60 quiet=(--heartbeat --step-sleep 0.25); }
+    if [[ $case_name == hang_torchrun ]]; then
+      launch=torchrun extra=(--set "torchrun.command=[\"$venv/bin/torchrun\"]") interpreter=()
+    fi
+    timeout 300 "$hpclaunch" run --no-project --preset 2n2g --launch "$launch" "${extra[@]}" \
+      --set shape.cpus_per_gpu=1 --set "job.name=$name" --set job.hang_seconds=$hang -- \
+      "${interpreter[@]}" "$programs/stuck_loader.py" --stuck-rank 2 --stuck-step $stuck "${quiet[@]}" \
+      >run.out 2>run.err &
     follower=$!
-    wait_line run.out "^2: rank 2: stuck in the data loader at step $stuck at " 240 ||
+    wait_line run.out "^[0-9]: rank 2: stuck in the data loader at step $stuck at " 240 ||
       fail "rank 2 did not get stuck at step $stuck"
-    hung_at=$(sed -n "s/^2: rank 2: stuck in the data loader at step $stuck at \([0-9.]*\)$/\1/p" run.out)
+    hung_at=$(sed -n "s/^[0-9]: rank 2: stuck in the data loader at step $stuck at \([0-9.]*\)$/\1/p" run.out)
     wait_line run.err "roll-call: " $((hang + 60)) || fail "no roll-call within $((hang + 60)) s"
     named_at=$(date +%s.%N)
     rc=0
@@ -255,8 +263,17 @@ PY
     follower=
     [[ $rc -eq 79 ]] || fail "hpclaunch run exited $rc, not 79 (hang)"
     grep -E "hang:|roll-call:|ending job" run.err
-    expect run.err "roll-call: 3 of 4 ranks at stuck_loader.py:[0-9]+ in main, inside all_reduce; rank 2 on node02 at stuck_loader.py:[0-9]+ in __next__$" \
-      "the roll-call did not name rank 2 in its data loader"
+    if [[ $case_name == hang_torchrun ]]; then
+      # The node whose label printed the stall (torchrun's rendezvous places rank 2 on either).
+      node=node0$(($(sed -n 's/^\([0-9]\): rank 2: stuck in the data loader.*/\1/p' run.out) + 1))
+      # A node's two workers dump at the same moment into one pipe: their lines may mix, and a
+      # mixed dump is left out ("1 rank: no stack"); the stalled rank's node is named all the same.
+      expect run.err "roll-call: [23] of 4 ranks at stuck_loader.py:[0-9]+ in main, inside all_reduce; 1 rank on $node at stuck_loader.py:[0-9]+ in __next__(; 1 rank: no stack)?$" \
+        "the roll-call did not name the rank in its data loader on $node"
+    else
+      expect run.err "roll-call: 3 of 4 ranks at stuck_loader.py:[0-9]+ in main, inside all_reduce; rank 2 on node02 at stuck_loader.py:[0-9]+ in __next__$" \
+        "the roll-call did not name rank 2 in its data loader"
+    fi
     latency=$(awk -v a="$named_at" -v b="$hung_at" 'BEGIN { printf "%.1f", a - b }')
     echo "$case_name: rank 2 hung at $hung_at; the roll-call named it $latency s later (job.hang_seconds = $hang)"
     awk -v l="$latency" -v h="$hang" 'BEGIN { exit !(l <= h + 30) }' ||
