@@ -61,8 +61,11 @@ hpc_job_start() {
     fi
     export HPCTRAIN_METRICS="${HPCLAUNCH_RUN_DIR_PREFIX}${hpc_run_id}/metrics.jsonl"
     export HPCTRAIN_BENCH_JSON="${HPCLAUNCH_RUN_DIR_PREFIX}${hpc_run_id}/allreduce.json"
-    # Hang detection (job.hang_seconds): each rank's progress, read by `hpclaunch run`/`logs -f`.
+    # Hang detection (job.hang_seconds): each rank's progress, read by `hpclaunch run`/`logs -f`:
+    # hpctrain's files, or the heartbeat-RANK files a program of one's own may write there (any
+    # change is progress; the folder is made beside the launch, hpc_log_marks).
     export HPCTRAIN_PROGRESS_DIR="${HPCLAUNCH_RUN_DIR_PREFIX}${hpc_run_id}/progress"
+    export HPCLAUNCH_HEARTBEAT_DIR="${HPCTRAIN_PROGRESS_DIR}"
     hpc_timeline="${HPCLAUNCH_RUN_DIR_PREFIX}${hpc_run_id}/timeline.jsonl"
   fi
   hpc_timeline_event start job_id "${SLURM_JOB_ID}" nodelist "${SLURM_JOB_NODELIST}" \
@@ -503,8 +506,12 @@ hpc_container_gpus_auto() {
 # forwards the requeue signal to it (hpc_requeue_on); then requeues the job if the program asked,
 # and exits with the launch's status.
 hpc_launch() {
+  hpc_timeline_event launch # the environment is ready: modules, venv, rendezvous (start-up budget)
   "$@" &
   hpc_srun_pid=$!
+  if [[ -n "${hpc_timeline}" ]]; then
+    hpc_log_marks </dev/null &
+  fi
   # A trapped signal ends `wait` early (status > 128) without collecting srun: wait again.
   while true; do
     hpc_status=0
@@ -516,6 +523,38 @@ hpc_launch() {
     hpc_requeue_if_asked
   fi
   exit "${hpc_status}"
+}
+
+# --- start-up budget (hpclaunch report, sweep's results.csv; docs/goodput.md) ----------------
+# The log has no times, so this start of the job notes how long it is as it grows: a line
+# {"event":"log","bytes":N} in the timeline when it changed, every 0.25 s for 10 s after the
+# launch, then every 1 s to 2 min, every 5 s to 30 min, then no more. `hpclaunch report` finds the
+# program's first line (and its first step or metric line) after the first mark and dates it by
+# the first mark past it. Beside the launch, in the background: it delays nothing; its work is a
+# stat every 0.25 s at most. Ends with the launch. First it makes the folder of the ranks'
+# heartbeat files (hpc_job_start), off the job's path as well.
+hpc_log_marks() {
+  local log size last="" began=${SECONDS} elapsed nap
+  mkdir -p -- "${HPCLAUNCH_HEARTBEAT_DIR}" 2>/dev/null || true
+  log=$(readlink -f "/proc/$$/fd/1") && [[ -f "${log}" ]] || return 0
+  while kill -0 "${hpc_srun_pid}" 2>/dev/null; do
+    size=$(stat -L -c %s -- "${log}" 2>/dev/null) || return 0
+    if [[ "${size}" != "${last}" ]]; then
+      hpc_timeline_event log %bytes "${size}"
+      last=${size}
+    fi
+    elapsed=$((SECONDS - began))
+    if ((elapsed < 10)); then
+      nap=0.25
+    elif ((elapsed < 120)); then
+      nap=1
+    elif ((elapsed < 1800)); then
+      nap=5
+    else
+      return 0
+    fi
+    sleep "${nap}"
+  done
 }
 
 # hpc_shell WORLD_SIZE (`hpclaunch shell`): the user's shell where the program would start. The

@@ -93,8 +93,7 @@ std::optional<double> last_metric_value(const LogMetric& metric, const std::stri
     if (!printed_by_rank0(l, labels)) continue;
     re2::StringPiece groups[2];  // the whole match, group 1
     const int wanted = metric.regex->NumberOfCapturingGroups() > 0 ? 2 : 1;
-    if (!metric.regex->Match(l.text, 0, l.text.size(), RE2::UNANCHORED, groups, wanted))
-      continue;
+    if (!metric.regex->Match(l.text, 0, l.text.size(), RE2::UNANCHORED, groups, wanted)) continue;
     const re2::StringPiece& caught = wanted == 2 && groups[1].data() ? groups[1] : groups[0];
     std::string figure(caught.data(), caught.size());
     errno = 0;
@@ -110,6 +109,13 @@ std::optional<double> last_metric_value(const LogMetric& metric, const std::stri
     value = v;
   }
   return value;
+}
+
+LinePredicate log_line_matcher(const LogMetric& metric) {
+  return [regex = metric.regex](const std::string& line) {
+    const std::string text = split_rank_label(line).text;
+    return RE2::PartialMatch(text, *regex);
+  };
 }
 
 }  // namespace hpc

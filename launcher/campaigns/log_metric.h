@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "follow/startup.h"
+
 namespace re2 {
 class RE2;
 }
@@ -48,5 +50,9 @@ enum class SrunLabels { kRanks, kNodes };
 // the matched text is not one (a pattern whose group catches the wrong part).
 std::optional<double> last_metric_value(const LogMetric& metric, const std::string& log,
                                         SrunLabels labels = SrunLabels::kRanks);
+
+// A test of a log line for the start-up table's first step (follow/startup.h): the regex found
+// in the line's text after its labels, on any rank.
+LinePredicate log_line_matcher(const LogMetric& metric);
 
 }  // namespace hpc

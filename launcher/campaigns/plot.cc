@@ -45,7 +45,11 @@ const std::vector<std::string>& csv_columns() {
                                              "message",
                                              "point",
                                              "series",
-                                             "repeat"};
+                                             "repeat",
+                                             "startup_queue_s",
+                                             "startup_environment_s",
+                                             "startup_rendezvous_s",
+                                             "startup_first_step_s"};
   return c;
 }
 
@@ -317,7 +321,11 @@ std::string results_csv(const std::vector<ResultRow>& rows) {
                                   r.message,
                                   point_name_of(r),
                                   series_of(r),
-                                  std::to_string(r.repeat)};
+                                  std::to_string(r.repeat),
+                                  number(r.startup_queue_s, 2),
+                                  number(r.startup_environment_s, 2),
+                                  number(r.startup_rendezvous_s, 2),
+                                  number(r.startup_first_step_s, 2)};
     std::string line;
     for (size_t i = 0; i < f.size(); ++i) line += (i ? "," : "") + csv_field(f[i]);
     out += line + "\n";
@@ -382,6 +390,10 @@ std::vector<ResultRow> parse_results_csv(const std::string& text, const std::str
     r.run_dir = get("run_dir");
     r.log = get("log");
     r.message = get("message");
+    r.startup_queue_s = number("startup_queue_s");
+    r.startup_environment_s = number("startup_environment_s");
+    r.startup_rendezvous_s = number("startup_rendezvous_s");
+    r.startup_first_step_s = number("startup_first_step_s");
     if (r.gpus <= 0)
       throw UserError(where + "gpus", "needs a positive GPU count", "fix the row or remove it");
     rows.push_back(r);

@@ -31,6 +31,10 @@ struct ResultRow {
   std::optional<double> efficiency;  // speedup / (gpus / gpus of that point)
   std::string run_dir, log;          // where the job ran and its log (on the backend's host)
   std::string message;               // why a point has no numbers, one line
+  // The first start's phases, in seconds (follow/startup.h): pending, the script's set-up,
+  // launch to rendezvous (or the program's first line), to the first step (or metric line).
+  std::optional<double> startup_queue_s, startup_environment_s, startup_rendezvous_s,
+      startup_first_step_s;
 
   std::optional<double> tokens_per_s_per_gpu() const;
 };

@@ -26,6 +26,7 @@
 #include "version.h"
 #include "error.h"
 #include "follow/follow.h"
+#include "follow/goodput_report.h"
 #include "input_file.h"
 #include "json_file.h"
 #include "render/render.h"
@@ -62,6 +63,7 @@ struct Point {
   int nodes = 0, gpus = 0;
   PoolJob job;
   std::optional<Throughput> throughput;
+  std::optional<StartPhases> startup;  // its first start's phases (results.csv)
 
   std::string key() const { return point_key(name, repeat); }
 };
@@ -229,6 +231,10 @@ void measure_from_log(Backend& backend, Point& p, const LogMetric& metric) {
 
 void measure(Backend& backend, Point& p, int warmup, const std::optional<LogMetric>& metric) {
   p.throughput.reset();
+  try {  // the start-up budget; a missing or broken timeline leaves its columns empty
+    p.startup = read_first_start(backend, p.job.run_dir, p.job.log, p.job.spec.launch,
+                                 metric ? log_line_matcher(*metric) : LinePredicate());
+  } catch (const std::exception&) {}
   if (metric) {
     measure_from_log(backend, p, *metric);
     return;
@@ -277,6 +283,12 @@ ResultRow row_of(const Point& p) {
   r.run_dir = p.job.run_dir;
   r.log = p.job.log;
   r.message = p.job.message;
+  if (p.startup) {
+    r.startup_queue_s = p.startup->queue_s();
+    r.startup_environment_s = p.startup->environment_s();
+    r.startup_rendezvous_s = p.startup->rendezvous_s();
+    r.startup_first_step_s = p.startup->first_step_s();
+  }
   return r;
 }
 

@@ -102,6 +102,10 @@ TEST_CASE("results.csv round-trips, quoting commas, quotes and newlines", "[swee
   a.steps_used = 5;
   a.run_dir = "/runs/x-42";
   a.log = "/runs/x-42/x-42.out";
+  a.startup_queue_s = 1.5;
+  a.startup_environment_s = 0.25;
+  a.startup_rendezvous_s = 7.3;
+  a.startup_first_step_s = 2;
   ResultRow b = row("1n2g", "ddp", 1, 2, "43", "FAILED");
   b.message = "job ended FAILED (exit code 1), \"see\" the log\nsecond line";
   b.log = "/runs/a,b/log.out";
@@ -116,6 +120,13 @@ TEST_CASE("results.csv round-trips, quoting commas, quotes and newlines", "[swee
   CHECK(*back[0].tokens_per_s_std == Approx(12.25));
   CHECK(back[0].steps_used == 5);
   CHECK(back[0].job_id == "42");
+  CHECK(csv.find(",startup_queue_s,startup_environment_s,startup_rendezvous_s,"
+                 "startup_first_step_s\n") != std::string::npos);
+  CHECK(*back[0].startup_queue_s == Approx(1.5));
+  CHECK(*back[0].startup_environment_s == Approx(0.25));
+  CHECK(*back[0].startup_rendezvous_s == Approx(7.3));
+  CHECK(*back[0].startup_first_step_s == Approx(2));
+  CHECK_FALSE(back[1].startup_queue_s);  // not measured: an empty field
   CHECK_FALSE(back[1].tokens_per_s);
   CHECK(back[1].state == "FAILED");
   CHECK(back[1].message == b.message);

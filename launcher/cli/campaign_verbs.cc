@@ -167,7 +167,7 @@ VerbHandler define_tune(CLI::App* verb) {
 
 VerbHandler define_report(CLI::App* verb) {
   struct Flags {
-    std::string dir, out, plot;
+    std::string dir, out, plot, metric_regex;
     std::vector<std::string> compare;
     bool as_json = false;
     BackendFlags backend;
@@ -184,18 +184,27 @@ VerbHandler define_report(CLI::App* verb) {
   verb->add_flag("--json", f->as_json, "a run's report as JSON");
   verb->add_option("--plot", f->plot,
                    "a run's timeline plot: PATH.png and PATH.svg (default RUN_DIR/goodput)");
+  auto* metric_opt = verb->add_option(
+      "--metric-regex", f->metric_regex,
+      "a run of your own program: the line (RE2) it prints after a step, which dates its first "
+      "step in the start-up table");
   f->backend.add_to(verb, false);
   verb->footer(
       "Examples: hpclaunch report sweeps/local-tiny\n"
       "          hpclaunch report --compare sweeps/before sweeps/after\n"
       "          hpclaunch report 4242          (a run: queue wait, requeues, goodput)");
-  return [f](const Invocation&) {
+  return [f, metric_opt](const Invocation&) {
+    RunReportOptions run_options{f->as_json, f->plot, {}};
+    if (metric_opt->count())
+      run_options.first_step_line = log_line_matcher(make_log_metric(f->metric_regex,
+                                                                     "--metric-regex"));
     if (!f->compare.empty()) {
       if (!f->dir.empty())
         throw UserError("report", "both DIR and --compare given",
                         "pass either a sweep directory or --compare DIR_A DIR_B");
-      if (f->as_json || !f->plot.empty())
-        throw UserError(f->as_json ? "--json" : "--plot", "only for a run's report",
+      if (f->as_json || !f->plot.empty() || metric_opt->count())
+        throw UserError(f->as_json ? "--json" : !f->plot.empty() ? "--plot" : "--metric-regex",
+                        "only for a run's report",
                         "hpclaunch report RUN --json (a job id or run directory)");
       return report_compare(f->compare[0], f->compare[1], f->out);
     }
@@ -206,12 +215,13 @@ VerbHandler define_report(CLI::App* verb) {
     if (names_a_run(f->dir, f->backend.choice())) {
       if (!f->out.empty())
         throw UserError("--out", "only with --compare", "use --plot PATH for a run's plot");
-      return report_run(f->dir, f->backend.choice(), {f->as_json, f->plot});
+      return report_run(f->dir, f->backend.choice(), run_options);
     }
     if (!f->out.empty())
       throw UserError("--out", "only with --compare", "hpclaunch report DIR writes into DIR");
-    if (f->as_json || !f->plot.empty())
-      throw UserError(f->as_json ? "--json" : "--plot", "only for a run's report",
+    if (f->as_json || !f->plot.empty() || metric_opt->count())
+      throw UserError(f->as_json ? "--json" : !f->plot.empty() ? "--plot" : "--metric-regex",
+                      "only for a run's report",
                       "pass a run (a job id or run directory); " + f->dir +
                           " is a sweep folder, whose report is summary.md and plots/");
     return report_sweep_dir(f->dir);

@@ -10,12 +10,14 @@
 #include <thread>
 
 #include <fmt/core.h>
-#include <nlohmann/json.hpp>
 #include <re2/re2.h>
+#include <nlohmann/json.hpp>
 
 #include "atomic_file.h"
 #include "follow/hang.h"
+#include "follow/rollcall.h"
 #include "follow/run_record.h"
+#include "hostlist.h"
 #include "shell.h"
 
 namespace hpc {
@@ -96,6 +98,7 @@ class Follower {
   bool hung(std::chrono::steady_clock::time_point now) const;
   int end_hung_job();
   std::vector<std::string> collect_where_lines();
+  std::string python_rollcall(const std::vector<std::string>& answers) const;
 
   Backend& backend_;
   std::string id_;
@@ -382,7 +385,8 @@ int Follower::finish() {
 }
 
 // --- hang detection --------------------------------------------------------------------------
-// While the job runs: reads every rank's progress file now and then (a quarter of
+// While the job runs: reads every rank's progress file (hpctrain's rank-N; a program's own
+// heartbeat-N) now and then (a quarter of
 // job.hang_seconds, between 2 and 30 s: each read is a file read on the backend's host, over
 // SSH for the ssh backend), and the log as it streams.
 void Follower::watch_for_hang(std::chrono::steady_clock::time_point now) {
@@ -403,8 +407,12 @@ void Follower::watch_for_hang(std::chrono::steady_clock::time_point now) {
   next_progress_read_ = now + period;
   for (int r = 0; r < std::max(o_.world_size, 1); ++r) {
     try {
-      LogChunk c = backend_.read_log(o_.progress_dir + "/rank-" + std::to_string(r), 0, 4096);
-      hang_.saw_progress(r, c.exists ? c.data : "", now);
+      const std::string base = o_.progress_dir + "/" + (o_.heartbeats ? "heartbeat-" : "rank-");
+      LogChunk c = backend_.read_log(base + std::to_string(r), 0, 4096);
+      if (o_.heartbeats)
+        hang_.saw_heartbeat(r, c.exists ? c.data : "", now);
+      else
+        hang_.saw_progress(r, c.exists ? c.data : "", now);
     } catch (const BackendError&) {
       return;  // unreachable now: the next read tries again (no change counts as no change)
     }
@@ -449,6 +457,24 @@ std::vector<std::string> Follower::collect_where_lines() {
   return lines;
 }
 
+// A Python program's answers are faulthandler's stacks, per srun label: one line of where the
+// ranks are (follow/rollcall.h); "" when the answers hold no stack.
+std::string Follower::python_rollcall(const std::vector<std::string>& answers) const {
+  const auto stacks = parse_python_stacks(answers);
+  if (stacks.empty()) return "";
+  std::vector<std::string> hosts;
+  try {
+    hosts = HostList::expand(status_.nodes);
+  } catch (const std::exception&) {}
+  const int world = std::max(o_.world_size, 1);
+  const int per_node = hosts.empty() ? 1 : std::max(1, world / int(hosts.size()));
+  auto host_of = [&](int label) {
+    const size_t node = size_t(o_.labels_are_nodes ? label : label / per_node);
+    return node < hosts.size() ? hosts[node] : std::string();
+  };
+  return rollcall_summary(stacks, world, host_of, o_.labels_are_nodes);
+}
+
 int Follower::end_hung_job() {
   clear_status();
   const auto now = std::chrono::steady_clock::now();
@@ -469,9 +495,12 @@ int Follower::end_hung_job() {
         " only if it handles it: docs/troubleshooting.md#a-job-that-hangs)");
   }
   for (const auto& line : answers) say("  " + line);
+  const std::string rollcall = python_rollcall(answers);
+  if (!rollcall.empty()) say(rollcall);
   const std::string stamp = utc_now_iso8601();
   std::string report = "hpclaunch: job " + id_ + " hung; " + stamp + "\n";
   for (const auto& line : summary) report += line + "\n";
+  if (!rollcall.empty()) report += rollcall + "\n";
   report += std::string("\nanswers to SIG") + kWhereSignalName + ":\n";
   for (const auto& line : answers) report += line + "\n";
   if (answers.empty()) report += "(none)\n";

@@ -62,6 +62,8 @@ struct FollowOptions {
   std::string progress_dir;                     // <run dir>/progress on the backend's host
   std::string hang_report_dir;                  // this machine's run directory ("": not saved)
   std::chrono::milliseconds where_wait{10000};  // how long the ranks have to answer
+  bool labels_are_nodes = false;  // launch torchrun: srun's labels are nodes, not ranks
+  bool heartbeats = false;        // a program of one's own: read progress/heartbeat-N too
   // Sees every complete line of the job's logs, whatever --rank shows (the node check's line:
   // follow/excluded_nodes.h).
   std::function<void(const std::string&)> on_log_line;

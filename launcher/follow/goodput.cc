@@ -119,10 +119,10 @@ std::vector<TimelineRun> parse_timeline(const std::string& jsonl, const std::str
       runs.push_back(r);
       return;
     }
-    if (event != "stop" && event != "end")
-      throw UserError(
-          where, "\"event\" is \"" + comment_text(event) + "\"",
-          "remove the line or fix its event: start, stop or end, as the batch script writes them");
+    if (event != "stop" && event != "end" && event != "launch" && event != "log")
+      throw UserError(where, "\"event\" is \"" + comment_text(event) + "\"",
+                      "remove the line or fix its event: start, launch, log, stop or end, as the "
+                      "batch script writes them");
     if (runs.empty() || runs.back().end)
       return;  // its start was not recorded (a template without the timeline): nothing to hang it
                // on
@@ -131,6 +131,15 @@ std::vector<TimelineRun> parse_timeline(const std::string& jsonl, const std::str
       throw UserError(where,
                       fmt::format("\"time\" is {}, before the start of its run ({})", t, r.start),
                       "remove or fix that line: a run's " + event + " comes after its start");
+    if (event == "launch") {
+      if (!r.launch) r.launch = t;
+      return;
+    }
+    if (event == "log") {
+      auto bytes = number(j, "bytes");
+      if (bytes && *bytes >= 0) r.log_marks.push_back({t, (unsigned long long)(*bytes)});
+      return;
+    }
     if (event == "stop") {
       if (!r.stop) {
         r.stop = t;

@@ -28,6 +28,14 @@ struct TimelineRun {
   std::string detail;  // the requeue marker's line, when there was one
   std::string nodelist;
   int nodes = 0, tasks = 0, gpus = 0, cpus = 0;  // gpus, cpus: the whole allocation's
+  // Start-up (follow/startup.h): when the launch began (modules, venv and rendezvous done), and
+  // the log's length as the job saw it grow after that ("log" events).
+  std::optional<double> launch;
+  struct LogMark {
+    double time = 0;
+    unsigned long long bytes = 0;
+  };
+  std::vector<LogMark> log_marks;
 };
 
 // Parses timeline.jsonl. A last line without its newline (being written) is left out. Throws

@@ -181,6 +181,34 @@ std::vector<std::string> write_goodput_plot(const fs::path& base, const GoodputR
   return problems;
 }
 
+std::optional<StartPhases> read_first_start(Backend& backend, const std::string& run_dir,
+                                            const std::string& log, const std::string& launch,
+                                            const LinePredicate& first_step_line) {
+  const std::string timeline_path = run_dir + "/timeline.jsonl";
+  const auto timeline_text = read_run_file(backend, timeline_path, kMaxTimelineBytes);
+  if (!timeline_text) return std::nullopt;
+  auto timeline = parse_timeline(*timeline_text, timeline_path);
+  if (timeline.empty()) return std::nullopt;
+  timeline.resize(1);
+  std::optional<MetricsEvents> metrics;
+  const bool hpctrain = launch == "hpctrain";
+  if (hpctrain) {
+    if (auto text = read_run_file(backend, run_dir + "/metrics.jsonl", kMaxMetricsBytes))
+      metrics = parse_metrics_events(*text, run_dir + "/metrics.jsonl");
+  }
+  std::optional<double> submitted;
+  if (auto text = read_run_file(backend, run_dir + "/run.json", 1 << 20)) {
+    auto j = nlohmann::json::parse(*text, nullptr, false);
+    if (j.is_object() && j.contains("submitted_at") && j["submitted_at"].is_string())
+      submitted = parse_utc_iso8601(j["submitted_at"].get<std::string>());
+  }
+  StartupMarkers markers = hpctrain ? hpctrain_startup_markers() : StartupMarkers{};
+  if (first_step_line) markers.first_step = first_step_line;
+  return read_start_phases(backend, log, timeline, submitted, markers,
+                           metrics ? &*metrics : nullptr)
+      .front();
+}
+
 bool names_a_run(const std::string& arg, const BackendChoice& choice) {
   std::error_code ec;
   if (input_path_present(fs::path(arg) / "run.json")) return true;  // the reader says the rest
@@ -219,6 +247,12 @@ int report_run(const std::string& job, const BackendChoice& choice,
 
   RunFacts facts{record.job_id, record.name, record.launch, record.submitted_at, record.world_size};
   const GoodputReport report = compute_goodput(facts, timeline, metrics ? &*metrics : nullptr);
+  const bool hpctrain = record.launch == "hpctrain";
+  StartupMarkers markers = hpctrain ? hpctrain_startup_markers() : StartupMarkers{};
+  if (options.first_step_line) markers.first_step = options.first_step_line;
+  const auto starts = read_start_phases(*run.backend, record.stdout_path, timeline,
+                                        parse_utc_iso8601(record.submitted_at), markers,
+                                        metrics ? &*metrics : nullptr);
 
   // The plot goes into the run directory where it is on this machine (slurm, local), else into
   // the local copy of the record (ssh), named by the job for a task of an array.
@@ -242,9 +276,10 @@ int report_run(const std::string& job, const BackendChoice& choice,
   if (options.as_json) {
     nlohmann::json j = goodput_json(report);
     j["plot"] = written;
+    j["startup"] = startup_json(starts);
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << goodput_text(report);
+    std::cout << goodput_text(report) << startup_text(starts, hpctrain);
   }
   if (too_many)
     std::cerr << "hpclaunch: " << report.runs.size() << " runs: more than the " << kMaxPlottedRuns

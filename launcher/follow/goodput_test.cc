@@ -197,7 +197,7 @@ TEST_CASE("goodput readers refuse a line that is not a JSON object, naming file 
                                    "tl.jsonl"),
                     Contains("tl.jsonl:1") && Contains("\"time\""));
   CHECK_THROWS_WITH(parse_timeline(event("pause", 1, 0, ""), "tl.jsonl"),
-                    Contains("fix its event: start, stop or end"));
+                    Contains("fix its event: start, launch, log, stop or end"));
   CHECK_THROWS_WITH(parse_metrics_events("{\"step\":1}\n[1]\n", "m.jsonl"), Contains("m.jsonl:2"));
   const auto old = parse_metrics_events(R"({"step":1,"tokens_per_s":5,"step_ms":3})"
                                         "\n",

@@ -90,6 +90,14 @@ void HangWatch::saw_progress(int rank, const std::string& text, Clock::time_poin
   last_change_ = now;
 }
 
+void HangWatch::saw_heartbeat(int rank, const std::string& text, Clock::time_point now) {
+  if (text.empty()) return;
+  auto [it, added] = heartbeat_.try_emplace(rank, text);
+  if (!added && it->second == text) return;
+  it->second = text;
+  last_log_ = now;
+}
+
 void HangWatch::saw_log_line(int rank, const std::string& line, Clock::time_point now) {
   last_log_ = now;
   if (rank >= 0) last_line_[rank] = {line, now};
@@ -108,7 +116,10 @@ std::vector<std::string> HangWatch::summary(int world_size, int hang_seconds,
   const double quiet = quiet_seconds(now).value_or(0);
   std::vector<std::string> lines;
   lines.push_back(fmt::format("hang: no rank reported {} for {:.0f} s (job.hang_seconds = {})",
-                              has_progress_files() ? "progress" : "output", quiet, hang_seconds));
+                              has_progress_files() ? "progress"
+                              : heartbeat_.empty() ? "output"
+                                                   : "output or heartbeat",
+                              quiet, hang_seconds));
   auto more = has_progress_files() ? summary_from_progress(world_size, now)
                                    : summary_from_log(world_size, now);
   lines.insert(lines.end(), more.begin(), more.end());

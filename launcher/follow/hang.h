@@ -50,6 +50,9 @@ class HangWatch {
   void saw_progress(int rank, const std::string& text, Clock::time_point now);
   // A log line (srun's "3: " label names the rank; -1 for an unlabelled one).
   void saw_log_line(int rank, const std::string& line, Clock::time_point now);
+  // A rank's heartbeat file (<run dir>/progress/heartbeat-N, written by a program of one's own;
+  // "" when missing): a change counts as progress, as a log line does.
+  void saw_heartbeat(int rank, const std::string& text, Clock::time_point now);
   // The job (re)started running: the clock starts now.
   void reset(Clock::time_point now);
 
@@ -72,6 +75,7 @@ class HangWatch {
   };
   std::map<int, Seen> progress_;
   std::map<int, std::pair<std::string, Clock::time_point>> last_line_;  // per labelled rank
+  std::map<int, std::string> heartbeat_;                                 // per rank
   std::optional<Clock::time_point> started_, last_change_, last_log_;
 
   std::vector<std::string> summary_from_progress(int world_size, Clock::time_point now) const;

@@ -100,6 +100,22 @@ TEST_CASE("hang: without progress files, the log's lines are the progress", "[ha
   CHECK(lines[4] == "rank 2: no line in the log");
 }
 
+TEST_CASE("hang: a program's heartbeat files count as progress when they change", "[hang]") {
+  hpc::HangWatch w;
+  const auto t0 = hpc::HangWatch::Clock::now();
+  w.reset(t0);
+  w.saw_log_line(0, "0: starting", t0 + 1s);
+  w.saw_heartbeat(1, "step 1", t0 + 4s);
+  w.saw_heartbeat(0, "", t0 + 5s);        // missing: nothing
+  w.saw_heartbeat(1, "step 1", t0 + 9s);  // unchanged: nothing
+  CHECK(*w.quiet_seconds(t0 + 10s) == Approx(6));
+  w.saw_heartbeat(1, "step 2", t0 + 12s);
+  CHECK(*w.quiet_seconds(t0 + 20s) == Approx(8));
+  CHECK_FALSE(w.has_progress_files());  // not hpctrain's: the summary is the log's
+  auto lines = w.summary(2, 8, t0 + 20s);
+  CHECK(lines[0] == "hang: no rank reported output or heartbeat for 8 s (job.hang_seconds = 8)");
+}
+
 TEST_CASE("hang: the rank that stopped is named first, the waiting ones after", "[hang]") {
   hpc::HangWatch w;
   const auto t0 = hpc::HangWatch::Clock::now();

@@ -83,6 +83,8 @@ void set_hang_watch(const RunRecord& record, FollowOptions& f) {
   if (record.hang_seconds <= 0 || record.run_dir.empty()) return;
   f.hang_seconds = record.hang_seconds;
   f.world_size = record.world_size;
+  f.labels_are_nodes = record.launch == "torchrun";
+  f.heartbeats = record.launch != "hpctrain";
   f.progress_dir = record.run_dir + "/progress";
   f.hang_report_dir = record.local_dir;
 }

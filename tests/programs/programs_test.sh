@@ -19,7 +19,21 @@
 #                       one "0: step N | loss" line per step, in order, and the loss falls
 #   sweep_metric        hpclaunch sweep over 1n1g, 1n2g, 2n2g with --metric-regex on the
 #                       nanoGPT script's tokens/s line: results.csv has the figure of each point,
-#                       speedup.png and speedup.svg are written (the SVG parses)
+#                       speedup.png and speedup.svg are written (the SVG parses), and each point's
+#                       start-up phases (startup_* columns, the first step from the regex)
+#   hang_rollcall       stuck_loader.py under --launch srun on 2n2g with job.hang_seconds=10: rank 2
+#                       stops in its data loader, the others wait in all_reduce; hpclaunch run's
+#                       roll-call names rank 2 on node02 in __next__ and the 3 others in
+#                       all_reduce within hang_seconds + 30 s of the hang (the time is printed)
+#   hang_heartbeat      the same with --heartbeat: no line a step for 15 s (more than
+#                       hang_seconds), only heartbeat files; the job is not ended before rank 2
+#                       gets stuck, and the roll-call then names it
+#   hang_torchrun       hang_rollcall under --launch torchrun: srun's labels are nodes, each
+#                       node's two workers answer under its label; the roll-call counts the ranks
+#                       in all_reduce (a dump two workers wrote at once may be left out) and names
+#                       1 in __next__ on the node whose label printed the stall
+# allreduce_srun and lightning_requeue also check `hpclaunch report JOB --json`'s start-up phases
+# (queue, environment, rendezvous) of the 2-node run, and of both starts of the requeued one.
 set -euo pipefail
 case_name=$1 hpclaunch=$2 venv=$3 programs=$4
 : "${SLURM_CONF:?run me through ctest (the slurm_cluster fixture sets SLURM_CONF)}"
@@ -97,6 +111,26 @@ check_allreduce() {
   [[ $(grep -c "sum of ranks" "$out") -eq 1 ]] || fail "only rank 0 prints the sum"
 }
 
+# JOB STARTS [METRIC_REGEX]: `hpclaunch report JOB --json` has STARTS starts, each with its
+# queue, environment and rendezvous (the program's first line) phases measured, and with
+# METRIC_REGEX its first step (the first line it matches); prints the text report.
+check_startup() {
+  local metric=()
+  [[ -z ${3:-} ]] || metric=(--metric-regex "$3")
+  "$hpclaunch" report "$1" "${metric[@]}" >report.txt 2>report.err || fail "hpclaunch report $1 exited $?"
+  cat report.txt
+  "$hpclaunch" report "$1" "${metric[@]}" --json >report.json 2>>report.err || fail "hpclaunch report --json"
+  "$py" - report.json "$2" "${3:+step}" <<'PY' || fail "the start-up phases are incomplete (report.json)"
+import json, sys
+starts = json.load(open(sys.argv[1]))["startup"]
+assert len(starts) == int(sys.argv[2]), starts
+for s in starts:
+    for k in ("queue_s", "environment_s", "rendezvous_s") + (("first_step_s",) if sys.argv[3] else ()):
+        assert s[k] is not None and 0 <= s[k] < 300, (k, s)
+    assert s["started"] < s["environment_ready"] < s["rendezvous"], s
+PY
+}
+
 # "STEP LOSS" per line from the nanoGPT script's rank-0 lines (under torchrun, srun's label is
 # the node that rank 0 landed on: either).
 nanogpt_losses() { sed -n 's/^[01]: step \([0-9]*\) | loss \([0-9.]*\) .*/\1 \2/p' "$1"; }
@@ -108,6 +142,7 @@ case "$case_name" in
     check_allreduce run.out 0
     # srun's labels are the global ranks: one task per GPU.
     expect run.out "^2: rank 2/4 local 0 on node02$" "rank 2 is not node02's first task"
+    check_startup "$(wait_submitted run.err)" 1
     ;;
   allreduce_torchrun)
     launch_run torchrun "$programs/allreduce.py" >run.out 2>run.err || fail "hpclaunch run exited $?"
@@ -165,6 +200,7 @@ case "$case_name" in
     expect run.out "^0: lightning: finished at step $steps, " "the resumed run did not finish at step $steps"
     grep -E "lightning: (training starts|finished)|auto-requeue|Requeued SLURM|Restoring states|REQUEUED" run.out run.err
     echo "lightning: preempted, requeued (Restarts=1), resumed at step $resumed, finished at step $steps"
+    check_startup "$job" 2 'lightning: step [0-9]+ loss'
     ;;
   nanogpt_torchrun)
     steps=20
@@ -198,10 +234,52 @@ assert [r["preset"] for r in rows] == ["1n1g", "1n2g", "2n2g"], rows
 for r in rows:
     assert r["state"] == "COMPLETED", r
     assert float(r["tokens_per_s_mean"]) > 0, r
+    for k in ("queue", "environment", "rendezvous", "first_step"):
+        assert 0 <= float(r[f"startup_{k}_s"]) < 300, (k, r)
 assert float(rows[0]["speedup"]) == 1.0, rows[0]
 PY
     for f in speedup.png speedup.svg; do [[ -s $sw/plots/$f ]] || fail "no plots/$f"; done
     xmllint --noout "$sw/plots/speedup.svg" || fail "speedup.svg does not parse"
+    ;;
+  hang_rollcall | hang_heartbeat | hang_torchrun)
+    hang=10 stuck=3 quiet=() launch=srun extra=() interpreter=("$py")
+    # 60 steps of 0.25 s: 15 s without a line, which only the heartbeats keep from being a hang.
+    [[ $case_name != hang_heartbeat ]] || { stuck=60 quiet=(--heartbeat --step-sleep 0.25); }
+    if [[ $case_name == hang_torchrun ]]; then
+      launch=torchrun extra=(--set "torchrun.command=[\"$venv/bin/torchrun\"]") interpreter=()
+    fi
+    timeout 300 "$hpclaunch" run --no-project --preset 2n2g --launch "$launch" "${extra[@]}" \
+      --set shape.cpus_per_gpu=1 --set "job.name=$name" --set job.hang_seconds=$hang -- \
+      "${interpreter[@]}" "$programs/stuck_loader.py" --stuck-rank 2 --stuck-step $stuck "${quiet[@]}" \
+      >run.out 2>run.err &
+    follower=$!
+    wait_line run.out "^[0-9]: rank 2: stuck in the data loader at step $stuck at " 240 ||
+      fail "rank 2 did not get stuck at step $stuck"
+    hung_at=$(sed -n "s/^[0-9]: rank 2: stuck in the data loader at step $stuck at \([0-9.]*\)$/\1/p" run.out)
+    wait_line run.err "roll-call: " $((hang + 60)) || fail "no roll-call within $((hang + 60)) s"
+    named_at=$(date +%s.%N)
+    rc=0
+    wait "$follower" || rc=$?
+    follower=
+    [[ $rc -eq 79 ]] || fail "hpclaunch run exited $rc, not 79 (hang)"
+    grep -E "hang:|roll-call:|ending job" run.err
+    if [[ $case_name == hang_torchrun ]]; then
+      # The node whose label printed the stall (torchrun's rendezvous places rank 2 on either).
+      node=node0$(($(sed -n 's/^\([0-9]\): rank 2: stuck in the data loader.*/\1/p' run.out) + 1))
+      # A node's two workers dump at the same moment into one pipe: their lines may mix, and a
+      # mixed dump is left out ("1 rank: no stack"); the stalled rank's node is named all the same.
+      expect run.err "roll-call: [23] of 4 ranks at stuck_loader.py:[0-9]+ in main, inside all_reduce; 1 rank on $node at stuck_loader.py:[0-9]+ in __next__(; 1 rank: no stack)?$" \
+        "the roll-call did not name the rank in its data loader on $node"
+    else
+      expect run.err "roll-call: 3 of 4 ranks at stuck_loader.py:[0-9]+ in main, inside all_reduce; rank 2 on node02 at stuck_loader.py:[0-9]+ in __next__$" \
+        "the roll-call did not name rank 2 in its data loader"
+    fi
+    latency=$(awk -v a="$named_at" -v b="$hung_at" 'BEGIN { printf "%.1f", a - b }')
+    echo "$case_name: rank 2 hung at $hung_at; the roll-call named it $latency s later (job.hang_seconds = $hang)"
+    awk -v l="$latency" -v h="$hang" 'BEGIN { exit !(l <= h + 30) }' ||
+      fail "the roll-call came $latency s after the hang, more than job.hang_seconds + 30"
+    ls runs/*/hang-*.txt >/dev/null || fail "no hang report in the run directory"
+    grep -q "roll-call: " runs/*/hang-*.txt || fail "the hang report lacks the roll-call"
     ;;
   *)
     echo "unknown case $case_name" >&2

@@ -7,7 +7,8 @@
 #             completes. The report says 3 runs, 2 requeues (USR1, USR1), completed; lost time
 #             > 0 for each stop; every step once in the steps kept; tokens, goodput in (0, 1],
 #             2 GPUs (the cluster's GPUs are declared in gres.conf); the plot as PNG and SVG;
-#             the text and --json agree; the report by job id and by run directory.
+#             the text and --json agree; the report by job id and by run directory; each
+#             start's start-up phases (queue, environment, rendezvous, first step) measured.
 #   preempt   the same, stopped once by real preemption (a job of the test cluster's "urgent"
 #             partition wants both nodes; Slurm sends TERM to the tasks, not to the batch
 #             script): 2 runs, the first ended by "TERM to the tasks (preemption ...)", requeued.
@@ -114,6 +115,14 @@ case "$case_name" in
       fail "device $(jfield "r['device']") x $(jfield "r['device']"s), checkpoints $(jfield "r['checkpoints']")"
     jtrue "r['runs'][1]['waited_s'] > 0 and r['runs'][2]['waited_s'] > 0 and r['runs'][0]['nodelist'] == 'node[01-02]'" ||
       fail "waits or node list"
+    # The start-up of each of the 3 starts: queue (the requeue's pending time for 1 and 2), the
+    # script's set-up, hpctrain's first collective ("hpctrain: model" line), its first step.
+    jtrue "len(r['startup']) == 3 and all(s[k] is not None and s[k] >= 0 for s in r['startup'] for k in ('queue_s', 'environment_s', 'rendezvous_s', 'first_step_s'))" ||
+      fail "start-up phases: $(jfield "r['startup']")"
+    jtrue "all(s['started'] <= s['environment_ready'] <= s['rendezvous'] <= s['first_step'] for s in r['startup'])" ||
+      fail "start-up phases out of order: $(jfield "r['startup']")"
+    grep -q "^start-up, each start of the job (rendezvous: hpctrain's first collective):" "$work/report.txt" ||
+      fail "no start-up table"
     grep -q "^Job $job ($name, hpctrain): 3 runs, 2 requeues" "$work/report.txt" || fail "no heading"
     grep -q "run 0: USR1 to the batch script" "$work/report.txt" || fail "no reason for run 0"
     grep -q "run 2: completed (exit 0)" "$work/report.txt" || fail "run 2 not completed"
@@ -140,6 +149,8 @@ case "$case_name" in
       fail "local hpctrain figures: $(cat "$work/report.json")"
     "$hpclaunch" report "$job" >"$work/report.txt" 2>/dev/null || fail "text report exited $?"
     grep -q "^CPU-hours charged  " "$work/report.txt" || fail "no CPU-hours: $(cat "$work/report.txt")"
+    jtrue "all(r['startup'][0][k] is not None for k in ('environment_s', 'rendezvous_s', 'first_step_s'))" ||
+      fail "local hpctrain start-up: $(jfield "r['startup']")"
     check_plot "$work/runs/$name-$job"
     cat "$work/report.txt"
     # --plot PATH: the plot elsewhere (its folder made), by name with or without .png.
@@ -166,7 +177,8 @@ case "$case_name" in
     rc=0
     "$hpclaunch" report "$own" >/dev/null 2>"$work/bad.err" || rc=$?
     [[ $rc -eq 2 && $(wc -l <"$work/bad.err") -eq 1 ]] || fail "bad timeline: exit $rc, $(cat "$work/bad.err")"
-    grep -q "timeline.jsonl:3: is not a JSON object" "$work/bad.err" || fail "bad timeline: $(cat "$work/bad.err")"
+    bad_line=$(wc -l <"$own_dir/timeline.jsonl")
+    grep -q "timeline.jsonl:$bad_line: is not a JSON object" "$work/bad.err" || fail "bad timeline: $(cat "$work/bad.err")"
     ! compgen -G "$own_dir/goodput.*" >/dev/null || fail "a refused report wrote its plot"
     rc=0
     "$hpclaunch" report 987654 >/dev/null 2>"$work/none.err" || rc=$?
