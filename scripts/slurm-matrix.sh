@@ -17,7 +17,9 @@
 #             '^(cluster|slurm|ssh|preflight|ib|programs):', the groups that need a cluster and
 #             no hpctrain)
 #   --exclude ctest -E regex of the tests left out (default: those that run a PyTorch program,
-#             which the roots do not have; see python_pkgs below)
+#             which the roots do not have, see python_pkgs below; and ssh:jump_*, which fail
+#             with Debian 13's libssh 0.11, whose own ProxyJump support takes over from
+#             hpclaunch's hops: a libssh matter, not Slurm's, open in issue 32's notes)
 #   --work    roots, caches, logs (default /var/tmp/hpclaunch-slurm-matrix)
 #   --keep    leave the roots in place afterwards (to look inside); the default removes them
 #   --mirror  the Debian mirror (default http://deb.debian.org/debian)
@@ -33,7 +35,7 @@ set -euo pipefail
 
 suites=trixie,bookworm
 groups='^(cluster|slurm|ssh|preflight|ib|programs):'
-exclude='^programs:|^ib:(allreduce_torchrun|allreduce_srun|rendezvous_control)$'
+exclude='^programs:|^ib:(allreduce_torchrun|allreduce_srun|rendezvous_control)$|^ssh:jump_'
 work=/var/tmp/hpclaunch-slurm-matrix
 keep=0
 mirror=http://deb.debian.org/debian
@@ -47,7 +49,7 @@ while (($#)); do
     --work) work=${2:?--work needs a directory}; shift 2 ;;
     --keep) keep=1; shift ;;
     --mirror) mirror=${2:?--mirror needs a URL}; shift 2 ;;
-    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "slurm-matrix: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
