@@ -43,6 +43,30 @@ struct JobStatus {
 // Slurm's JobState words that end a job.
 bool is_terminal_state(const std::string& state);
 
+// How long a condition has held, for the two watches below.
+class HeldSince {
+ public:
+  // How long `holds` has been true, counted from the first call that found it so (that call
+  // sets *started); nullopt, and the count reset, when it is false.
+  std::optional<std::chrono::steady_clock::duration> held(bool holds, bool* started = nullptr) {
+    if (!holds) {
+      since_.reset();
+      return std::nullopt;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!since_) {
+      since_ = now;
+      if (started) *started = true;
+    }
+    return now - *since_;
+  }
+  void reset() { since_.reset(); }
+  bool holding() const { return since_.has_value(); }
+
+ private:
+  std::optional<std::chrono::steady_clock::time_point> since_;
+};
+
 // PREEMPTED and NODE_FAIL end a job unless Slurm requeues it (--requeue, PreemptMode=REQUEUE, or
 // the batch script's own requeue): it then shows PENDING again, Restarts one higher. Such a state
 // is watched for a settle time before it counts as final (follow, sweep and tune use this).
@@ -53,23 +77,16 @@ class RequeueWatch {
   // ends the watch.
   bool may_be_requeued(const std::string& state, std::chrono::duration<double> settle,
                        bool* started = nullptr) {
-    if (state != "PREEMPTED" && state != "NODE_FAIL") {
-      since_.reset();
-      return false;
-    }
-    const auto now = std::chrono::steady_clock::now();
-    if (!since_) {
-      since_ = now;
-      if (started) *started = true;
-    }
-    if (now - *since_ < settle) return true;
-    since_.reset();
+    const auto d = held_.held(state == "PREEMPTED" || state == "NODE_FAIL", started);
+    if (!d) return false;
+    if (*d < settle) return true;
+    held_.reset();
     return false;
   }
-  bool watching() const { return since_.has_value(); }
+  bool watching() const { return held_.holding(); }
 
  private:
-  std::optional<std::chrono::steady_clock::time_point> since_;
+  HeldSince held_;
 };
 
 // "Invalid job id" for a job that may still be there: right after a submit, or while slurmctld
@@ -82,21 +99,13 @@ class LostWatch {
   // call of such a watch sets *started.
   bool may_be_transient(bool found, std::chrono::duration<double> grace,
                         bool* started = nullptr) {
-    if (found) {
-      since_.reset();
-      return false;
-    }
-    const auto now = std::chrono::steady_clock::now();
-    if (!since_) {
-      since_ = now;
-      if (started) *started = true;
-    }
-    return now - *since_ < grace;
+    const auto d = held_.held(!found, started);
+    return d && *d < grace;
   }
-  bool watching() const { return since_.has_value(); }
+  bool watching() const { return held_.holding(); }
 
  private:
-  std::optional<std::chrono::steady_clock::time_point> since_;
+  HeldSince held_;
 };
 
 struct LogChunk {
