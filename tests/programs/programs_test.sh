@@ -267,9 +267,13 @@ PY
       # The node whose label printed the stall (torchrun's rendezvous places rank 2 on either).
       node=node0$(($(sed -n 's/^\([0-9]\): rank 2: stuck in the data loader.*/\1/p' run.out) + 1))
       # A node's two workers dump at the same moment into one pipe: their lines may mix, and a
-      # mixed dump is left out ("1 rank: no stack"); the stalled rank's node is named all the same.
-      expect run.err "roll-call: [23] of 4 ranks at stuck_loader.py:[0-9]+ in main, inside all_reduce; 1 rank on $node at stuck_loader.py:[0-9]+ in __next__(; 1 rank: no stack)?$" \
+      # mixed dump is left out ("1 rank: no stack") or read only in part (its last frame, seen
+      # once in CI: "1 rank on node01 at stuck_loader.py:84 in <module>"); the stalled rank's
+      # node is named all the same, and some rank waits in all_reduce.
+      expect run.err "roll-call: .*1 rank on $node at stuck_loader.py:[0-9]+ in __next__" \
         "the roll-call did not name the rank in its data loader on $node"
+      expect run.err "roll-call: .*at stuck_loader.py:[0-9]+ in main, inside all_reduce" \
+        "the roll-call named no rank waiting in all_reduce"
     else
       expect run.err "roll-call: 3 of 4 ranks at stuck_loader.py:[0-9]+ in main, inside all_reduce; rank 2 on node02 at stuck_loader.py:[0-9]+ in __next__$" \
         "the roll-call did not name rank 2 in its data loader"
