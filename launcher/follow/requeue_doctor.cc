@@ -47,9 +47,6 @@ exit 75
   return program;
 }
 
-namespace {
-
-// KEY=VALUE among the words of `text` ("" when absent).
 std::string word_value(const std::string& text, const std::string& key) {
   std::istringstream in(text);
   std::string word;
@@ -57,6 +54,8 @@ std::string word_value(const std::string& text, const std::string& key) {
     if (word.rfind(key + "=", 0) == 0) return word.substr(key.size() + 1);
   return "";
 }
+
+namespace {
 
 double number_or_zero(const std::string& s) {
   if (s.empty()) return 0;

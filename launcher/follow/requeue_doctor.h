@@ -51,6 +51,10 @@ struct ProbeLog {
 // Reads the doctor lines and the job library's lines of a job's whole log.
 ProbeLog parse_probe_log(const std::string& log);
 
+// KEY=VALUE among the words of `text` ("" when absent): a probe line, a `scontrol show job -o`
+// line.
+std::string word_value(const std::string& text, const std::string& key);
+
 // What the cluster and the job said besides the log.
 struct RequeueSiteFacts {
   std::string job_requeue;             // `scontrol show config` JobRequeue ("" unknown)

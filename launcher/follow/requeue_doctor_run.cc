@@ -59,15 +59,6 @@ std::string output_of(Host& login, const std::vector<std::string>& argv) {
   return r.ok() ? r.out : "";
 }
 
-// KEY=VALUE of one `scontrol show job -o` line.
-std::string job_value(const std::string& line, const std::string& key) {
-  std::istringstream in(line);
-  std::string word;
-  while (in >> word)
-    if (word.rfind(key + "=", 0) == 0) return word.substr(key.size() + 1);
-  return "";
-}
-
 // StartTime (the login node's local time) as epoch seconds, through the login node's `date`.
 double start_epoch(Host& login, const std::string& start_time) {
   if (start_time.empty() || start_time == "Unknown" || start_time == "None") return 0;
@@ -211,7 +202,7 @@ int run_requeue_doctor(Backend& backend, Host& login, const Spec& spec, const st
   ProbeLog log;
   try {
     f.job_requeue_flag =
-        job_value(output_of(login, {"scontrol", "show", "job", "-o", job_id}), "Requeue");
+        word_value(output_of(login, {"scontrol", "show", "job", "-o", job_id}), "Requeue");
     while (true) {
       JobStatus s = backend.status(job_id);
       read_more_log(w, s.stdout_path.empty() ? record.stdout_path : s.stdout_path, err);
@@ -229,7 +220,7 @@ int run_requeue_doctor(Backend& backend, Host& login, const Spec& spec, const st
       if (s.state == "RUNNING" && f.job_started_at.size() <= restart) {
         const std::string line = output_of(login, {"scontrol", "show", "job", "-o", job_id});
         f.job_started_at.resize(restart + 1);
-        f.job_started_at[restart] = start_epoch(login, job_value(line, "StartTime"));
+        f.job_started_at[restart] = start_epoch(login, word_value(line, "StartTime"));
       }
       log = parse_probe_log(w.log);
       if (s.terminal() || !s.found) {
