@@ -555,6 +555,9 @@ hpc_log_marks() {
     fi
     sleep "${nap}"
   done
+  # The lines written since the last look (a job shorter than one nap): one mark for them.
+  size=$(stat -L -c %s -- "${log}" 2>/dev/null) || return 0
+  [[ "${size}" == "${last}" ]] || hpc_timeline_event log %bytes "${size}"
 }
 
 # hpc_shell WORLD_SIZE (`hpclaunch shell`): the user's shell where the program would start. The
