@@ -16,18 +16,16 @@
 #   --groups  ctest -R regex of the groups to run (default
 #             '^(cluster|slurm|ssh|preflight|ib|programs):', the groups that need a cluster and
 #             no hpctrain)
-#   --exclude ctest -E regex of the tests left out (default: those that run a PyTorch program,
-#             which the roots do not have, see python_pkgs below; and ssh:jump_*, which fail
-#             with Debian 13's libssh 0.11, whose own ProxyJump support takes over from
-#             hpclaunch's hops: a libssh matter, not Slurm's, open in issue 32's notes)
-#   --work    roots, caches, logs (default /var/tmp/hpclaunch-slurm-matrix)
+#   --exclude ctest -E regex of tests to leave out (default: none)
+#   --work    roots, caches, logs (default /var/tmp/hpclaunch-slurm-matrix; ~6 GB per release
+#             for its Python environment, ~1 GB for the rest)
 #   --keep    leave the roots in place afterwards (to look inside); the default removes them
 #   --mirror  the Debian mirror (default http://deb.debian.org/debian)
 #
 # Kept between runs (none of it is the project's state): each release's minbase as a tarball
 # (WORK/cache/SUITE-minbase.tar), the root with its packages installed
-# (WORK/cache/SUITE-packages-HASH.tar, HASH of the package list), apt's .deb files and a ccache
-# directory per release. Each root runs in UTS and network namespaces of its own (loopback and a
+# (WORK/cache/SUITE-packages-HASH.tar, HASH of the package list), apt's .deb files, a ccache
+# directory and the tests' Python environment per release (WORK/cache/python-SUITE). Each root runs in UTS and network namespaces of its own (loopback and a
 # veth pair that leaves nothing), so its test clusters never meet the host's. Whatever the script
 # mounts or starts is stopped on exit, also on failure or Ctrl-C (EXIT trap).
 # Environment: JOBS (build parallelism, default nproc), NICE (niceness of builds/tests, default 0).
@@ -35,7 +33,7 @@ set -euo pipefail
 
 suites=trixie,bookworm
 groups='^(cluster|slurm|ssh|preflight|ib|programs):'
-exclude='^programs:|^ib:(allreduce_torchrun|allreduce_srun|rendezvous_control)$|^ssh:jump_'
+exclude=''
 work=/var/tmp/hpclaunch-slurm-matrix
 keep=0
 mirror=http://deb.debian.org/debian
@@ -49,7 +47,7 @@ while (($#)); do
     --work) work=${2:?--work needs a directory}; shift 2 ;;
     --keep) keep=1; shift ;;
     --mirror) mirror=${2:?--mirror needs a URL}; shift 2 ;;
-    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "slurm-matrix: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -74,6 +72,9 @@ done
 mkdir -p "$work/cache" "$work/logs"
 work=$(cd "$work" && pwd)
 root=""  # the root in use; the EXIT trap tears it down
+# Where install-deps.sh --python keeps the tests' Python environment in a root (its
+# XDG_CACHE_HOME), bound to WORK/cache/python-SUITE.
+python_cache=/var/cache/hpclaunch-python
 
 # What each root installs: that release's Slurm (as scripts/install-deps.sh's cluster packages,
 # with slurmdbd and MariaDB for the preflight tests' accounting cluster, Charliecloud and the
@@ -83,14 +84,14 @@ slurm_pkgs=(slurmctld slurmd slurm-client munge slurmdbd mariadb-server
   openssh-server openssh-client iproute2 util-linux procps charliecloud-runtime busybox-static)
 build_pkgs=(build-essential cmake ccache pkg-config nlohmann-json3-dev libcli11-dev libfmt-dev
   libkainjow-mustache-dev libssh-dev libssl-dev libre2-dev python3 git libxml2-utils gnuplot-nox)
-# No PyTorch in the roots: the cases that run a PyTorch program (programs:*, ib:allreduce_*,
-# ib:rendezvous_control) are left out (--exclude). Tried with Debian 13's python3-torch 2.6: it
-# is built without libuv, which torchrun's c10d rendezvous asks for ("use_libuv was requested
-# but PyTorch was build without libuv support"; init_process_group honours USE_LIBUV=0,
-# torchrun's store does not), and a 2-node allreduce.py under srun hung at exit in 1 of 2 runs.
-# The project's venv (Debian 12's Python 3.11) does not fit trixie's Python 3.13. These cases
-# run on the host's Slurm 22.05 (build/). /opt/hpc-python stays for a PyTorch put there.
-python_pkgs=()
+# The cases that run a PyTorch program (programs:*, ib:allreduce_*, ib:rendezvous_control) use
+# the project's own Python environment, made in the root by `scripts/install-deps.sh --python`
+# from the release's python3 (3.13 on trixie, 3.11 on bookworm) with the same pins as on the
+# host (scripts/python-requirements.txt; torch 2.x from PyPI). Not Debian 13's python3-torch
+# 2.6: it is built without libuv, which torchrun's c10d store asks for ("use_libuv was
+# requested but PyTorch was build without libuv support"), and a 2-node allreduce.py under srun
+# hung at exit with it in 1 of 2 runs.
+python_pkgs=(python3-venv)
 catch2_pkg() { if [[ $1 == trixie ]]; then echo catch2/bookworm; else echo catch2; fi; }
 # Debian 13's slurmdbd 24.11.5 with its libmariadb3 (Connector/C 3.4, from MariaDB 11.8.9) stops
 # at its first query ("mysql_query failed: 5027 Number of columns in result (=1) set execeeds
@@ -116,10 +117,11 @@ trap 'exit 143' TERM
 
 # The root bound onto itself (so that / is a mount point in it, as on a booted system:
 # testcluster.sh --ib-netns runs `mount --make-rslave /`), then proc, sys (with the cgroup
-# hierarchy), dev, apt's and ccache's caches.
+# hierarchy), dev, apt's and ccache's caches, the tests' Python environment.
 mount_root() {
   local suite=$1
-  mkdir -p "$work/cache/apt-$suite/partial" "$work/cache/ccache-$suite" "$root/var/cache/ccache"
+  mkdir -p "$work/cache/apt-$suite/partial" "$work/cache/ccache-$suite" "$root/var/cache/ccache" \
+    "$work/cache/python-$suite" "$root$python_cache"
   mount --bind "$root" "$root"
   mount -t proc proc "$root/proc"
   mount --rbind /sys "$root/sys"
@@ -128,6 +130,7 @@ mount_root() {
   mount --make-rslave "$root/dev"
   mount --bind "$work/cache/apt-$suite" "$root/var/cache/apt/archives"
   mount --bind "$work/cache/ccache-$suite" "$root/var/cache/ccache"
+  mount --bind "$work/cache/python-$suite" "$root$python_cache"
 }
 
 # Runs bash command $1 as root in the root with a clean environment, in UTS and network namespaces
@@ -136,9 +139,7 @@ mount_root() {
 # TEST-NET-1. $2 = online keeps the host's network (apt).
 # The root is entered with pivot_root in a mount namespace of its own, not chroot: the kernel
 # refuses a user namespace to a chrooted process (EPERM), and Charliecloud's ch-run (the
-# container tests) needs one. USE_LIBUV=0: Debian 13's python3-torch 2.6 is built without libuv,
-# and its TCPStore asks for it by default ("use_libuv was requested but PyTorch was build
-# without libuv support"); torch reads USE_LIBUV from the environment.
+# container tests) needs one.
 in_root() {
   local cmd=$1 net=${2:-}
   # shellcheck disable=SC2016  # $1 and $@ expand in the inner shell
@@ -146,7 +147,7 @@ in_root() {
     mkdir -p .pivot-old && pivot_root . .pivot-old && umount -l /.pivot-old &&
     rmdir /.pivot-old && exec "$@"' sh "$root"
     /usr/bin/env -i HOME=/root USER=root LOGNAME=root TERM=dumb
-    LANG=C.UTF-8 CI=true CCACHE_DIR=/var/cache/ccache DEBIAN_FRONTEND=noninteractive USE_LIBUV=0
+    LANG=C.UTF-8 CI=true CCACHE_DIR=/var/cache/ccache DEBIAN_FRONTEND=noninteractive
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
     nice -n "$niceness" /bin/bash -c "$cmd")
   if [[ $net == online ]]; then
@@ -200,14 +201,6 @@ new_root() {
   fi
   printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' >"$root/etc/hosts"
   echo "matrix-$suite" >"$root/etc/hostname"
-  # The tests' Python environment (what install-deps.sh --python makes on the host, here from
-  # Debian's packages): its python, a torchrun, and the mark the tests look for.
-  mkdir -p "$root/opt/hpc-python/bin"
-  ln -sf /usr/bin/python3 "$root/opt/hpc-python/bin/python"
-  printf '#!/bin/sh\nexec /usr/bin/python3 -m torch.distributed.run "$@"\n' \
-    >"$root/opt/hpc-python/bin/torchrun"
-  chmod 755 "$root/opt/hpc-python/bin/torchrun"
-  touch "$root/opt/hpc-python/.hpclaunch-complete"
 }
 
 # ---------------------------------------------------------------- what Slurm prints
@@ -296,20 +289,32 @@ for suite in "${suite_list[@]}"; do
   git clone -q --no-local --no-hardlinks "$repo" "$root/src/hpclaunch"
   blog=$work/logs/$suite-build.log
   tlog=$work/logs/$suite-ctest.log
-  say "[$suite] building the launcher and the cluster tests (log: $blog)"
+  plog=$work/logs/$suite-python.log
+  say "[$suite] the tests' Python environment (once per release; log: $plog)"
   rc=0
-  in_root "cd /src/hpclaunch && cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DHPC_BUILD_TRAINER=OFF \
-    -DHPC_PYTHON_VENV=/opt/hpc-python &&
-    cmake --build build -j$jobs --target hpclaunch cluster_tests slurm_tests ssh_tests" >"$blog" 2>&1 || rc=$?
+  in_root "cd /src/hpclaunch && XDG_CACHE_HOME=$python_cache scripts/install-deps.sh --python" \
+    online >"$plog" 2>&1 || rc=$?
+  venv=$(in_root "cd /src/hpclaunch && XDG_CACHE_HOME=$python_cache \
+    scripts/install-deps.sh --python-venv-path" online)
+  if ((rc != 0)); then
+    blog=$plog
+  else
+    say "[$suite] building the launcher and the cluster tests (log: $blog)"
+    in_root "cd /src/hpclaunch && cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
+      -DHPC_BUILD_TRAINER=OFF -DHPC_PYTHON_VENV='$venv' && cmake --build build -j$jobs \
+      --target hpclaunch cluster_tests slurm_tests ssh_tests" >"$blog" 2>&1 || rc=$?
+  fi
   if ((rc != 0)); then
     say "[$suite] build failed (exit $rc); see $blog"
     overall=1
     cell[$suite,build]=FAILED
     add_group build
   else
-    say "[$suite] ctest -R '$groups' -E '$exclude' (log: $tlog)"
-    in_root "cd /src/hpclaunch/build && ctest --output-on-failure -j1 -R '$groups' -E '$exclude'" \
-      >"$tlog" 2>&1 || overall=1
+    filter="-R '$groups'"
+    if [[ -n $exclude ]]; then filter+=" -E '$exclude'"; fi
+    say "[$suite] ctest $filter (log: $tlog)"
+    in_root "cd /src/hpclaunch/build && ctest --output-on-failure -j1 $filter" >"$tlog" 2>&1 ||
+      overall=1
     while read -r g c; do
       cell[$suite,$g]=$c
       add_group "$g"

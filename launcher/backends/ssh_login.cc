@@ -220,6 +220,14 @@ SessionPtr make_session(const SshHostOptions& o, const std::string& host, bool i
     ssh_set_log_callback([](int, const char*, const char*, void*) {});
     set(SSH_OPTIONS_LOG_VERBOSITY, &no_log, "log level");
   }
+  // libssh 0.11 (Debian 13) connects a config's ProxyJump hops itself, with its own host key
+  // check and login on each (none of --known-hosts, --accept-new-host-key or the terminal's
+  // one-time code), unless OPENSSH_PROXYJUMP=1: then it renders the line as 0.10 does, as the
+  // ProxyCommand that route_of() reads back (libssh src/misc.c ssh_libssh_proxy_jumps,
+  // src/config.c). 0.10 does not read it. Set once, before the first config is parsed, when
+  // no jump thread runs yet (setenv is not safe beside another thread's getenv).
+  static const bool own_jumps = setenv("OPENSSH_PROXYJUMP", "1", 1) == 0;
+  if (!own_jumps) throw BackendError("cannot set OPENSSH_PROXYJUMP for libssh (out of memory)");
   // Read the config after the host is set: its Host blocks match the name given here.
   const char* config = o.config_file.empty() ? nullptr : o.config_file.c_str();
   if (ssh_options_parse_config(s.get(), config) != SSH_OK) {
