@@ -160,6 +160,24 @@ in_root() {
   fi
 }
 
+# pip in a root trusts what the host trusts: the host's CA bundle (PIP_CERT, else Debian's
+# /etc/ssl/certs/ca-certificates.crt, which has a site's or a proxy's own CA once
+# update-ca-certificates ran) is copied in, and the host's index and proxy settings are passed
+# on. Prints the assignments for in_root's command line.
+pip_env() {
+  local bundle=${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt} v out=""
+  if [[ -s $bundle ]]; then
+    mkdir -p "$root/etc/ssl/certs"
+    cp "$bundle" "$root/etc/ssl/certs/host-ca-bundle.crt"
+    out="PIP_CERT=/etc/ssl/certs/host-ca-bundle.crt"
+  fi
+  for v in PIP_INDEX_URL PIP_EXTRA_INDEX_URL PIP_DEFAULT_TIMEOUT http_proxy https_proxy no_proxy \
+    HTTP_PROXY HTTPS_PROXY NO_PROXY; do
+    if [[ -n ${!v:-} ]]; then out+=" $v=$(printf %q "${!v}")"; fi
+  done
+  echo "$out"
+}
+
 # The root of release $1 with its packages: from the cache, else minbase + apt (then cached).
 new_root() {
   local suite=$1 hash tarball
@@ -292,8 +310,8 @@ for suite in "${suite_list[@]}"; do
   plog=$work/logs/$suite-python.log
   say "[$suite] the tests' Python environment (once per release; log: $plog)"
   rc=0
-  in_root "cd /src/hpclaunch && XDG_CACHE_HOME=$python_cache scripts/install-deps.sh --python" \
-    online >"$plog" 2>&1 || rc=$?
+  in_root "cd /src/hpclaunch && XDG_CACHE_HOME=$python_cache $(pip_env) \
+    scripts/install-deps.sh --python" online >"$plog" 2>&1 || rc=$?
   venv=$(in_root "cd /src/hpclaunch && XDG_CACHE_HOME=$python_cache \
     scripts/install-deps.sh --python-venv-path" online)
   if ((rc != 0)); then

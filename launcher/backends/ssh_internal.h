@@ -147,7 +147,8 @@ void log_in(ssh_session s, const std::string& identity_file, const std::string& 
 // How the ssh config (or --jump) says to reach a session's host: directly, through jump hosts
 // (ProxyJump: hpclaunch's own connections, ssh_jump.cc) or through a command (ProxyCommand,
 // run by libssh). libssh 0.10 turns a ProxyJump line into the ProxyCommand
-// "ssh [-l U] [-p P] [-J REST] -W '[%h]:%p' HOST" (src/config.c), which route_of() reads back.
+// "ssh [-l U] [-p P] [-J REST] -W '[%h]:%p' HOST" (src/config.c), which route_of() reads back;
+// 0.11 does the same when OPENSSH_PROXYJUMP=1, which make_session() sets.
 struct Route {
   std::vector<std::string> jumps;  // "[user@]host[:port]" each, first hop first
   std::string command;             // a ProxyCommand that is not a ProxyJump

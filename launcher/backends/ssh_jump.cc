@@ -6,7 +6,8 @@
 // known_hosts, not --known-hosts / --accept-new-host-key), with its own prompts. libssh 0.11
 // connects jumps itself (a thread per hop moving bytes between a socketpair and a
 // direct-tcpip channel with ssh_connector); this is the same design, on 0.10's public API,
-// with hpclaunch's host key check and login on every hop.
+// with hpclaunch's host key check and login on every hop. On 0.11, make_session() keeps
+// libssh's own jumps off (OPENSSH_PROXYJUMP=1).
 #include <libssh/libssh.h>
 #include <sys/socket.h>
 #include <unistd.h>
