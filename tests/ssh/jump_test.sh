@@ -71,10 +71,9 @@ sshd_config() { # NAME LISTEN [EXTRA LINES...]
     "PasswordAuthentication no" "StrictModes no" "AllowTcpForwarding yes" "LogLevel INFO" "$@"
   # OpenSSH 9.8+ (Debian 13) would refuse a source for a while after connections without a
   # login (the refused direct connection, the bad-key hops): as scripts/testcluster.sh does.
-  if /usr/sbin/sshd -G -f /dev/null -o PerSourcePenalties=no >/dev/null 2>&1; then
-    echo "PerSourcePenalties no"
-  fi
+  if sshd_knows PerSourcePenalties=no; then echo "PerSourcePenalties no"; fi
 }
+sshd_knows() { /usr/sbin/sshd -G -f /dev/null -o "$1" >/dev/null 2>&1; } # OPTION=VALUE
 
 down() {
   local name pid
@@ -115,8 +114,12 @@ up() {
     "KbdInteractiveAuthentication no" >"$J/jumpA.conf"
   sshd_config jumpB "$there:22" "PermitRootLogin prohibit-password" "UsePAM no" \
     "KbdInteractiveAuthentication no" >"$J/jumpB.conf"
+  # The PAM service is sshd's program name (9.2, Debian 12: the link below), or PAMServiceName
+  # where sshd has it (9.8+: the login runs in sshd-session/sshd-auth, whose names are fixed).
+  local pam_service=()
+  if sshd_knows "PAMServiceName=$pam_name"; then pam_service=("PAMServiceName $pam_name"); fi
   sshd_config kbdjump "$here:2222" "PermitRootLogin yes" "UsePAM yes" \
-    "KbdInteractiveAuthentication yes" \
+    "KbdInteractiveAuthentication yes" "${pam_service[@]}" \
     "AuthenticationMethods publickey,keyboard-interactive" >"$J/kbdjump.conf"
   ln -sf /usr/sbin/sshd "$J/$pam_name"
   mkdir -p /run/sshd
