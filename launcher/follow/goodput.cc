@@ -99,6 +99,13 @@ int sum_cpus_per_node(const std::string& text) {
   return total;
 }
 
+double TimelineRun::last_seen() const {
+  if (end) return *end;
+  double t = std::max({start, launch.value_or(start), stop.value_or(start)});
+  if (!log_marks.empty()) t = std::max(t, log_marks.back().time);
+  return t;
+}
+
 std::vector<TimelineRun> parse_timeline(const std::string& jsonl, const std::string& origin) {
   std::vector<TimelineRun> runs;
   for_each_json_line(jsonl, origin, [&](const json& j, const std::string& where) {
@@ -278,7 +285,7 @@ GoodputReport compute_goodput(const RunFacts& facts, const std::vector<TimelineR
   for (const auto& t : timeline) {
     RunGoodput r;
     r.run = t;
-    r.end = t.end.value_or(t.start);
+    r.end = t.last_seen();
     // GPUs charged; a job without GPUs is charged its CPUs (the tasks, without Slurm's count).
     r.devices = report.gpu_job ? (t.gpus > 0 ? t.gpus : facts.world_size)
                                : (t.cpus > 0 ? t.cpus : std::max(1, t.tasks));

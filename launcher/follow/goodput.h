@@ -36,6 +36,11 @@ struct TimelineRun {
     unsigned long long bytes = 0;
   };
   std::vector<LogMark> log_marks;
+
+  // The end, else the last time the batch script wrote for this run (its start, launch, a log
+  // mark, the stop): a run killed before it could record its end (SIGKILL after KillWait, a
+  // node failure) was alive at least until then.
+  double last_seen() const;
 };
 
 // Parses timeline.jsonl. A last line without its newline (being written) is left out. Throws

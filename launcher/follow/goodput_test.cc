@@ -189,6 +189,24 @@ TEST_CASE("goodput of a run with no end: still running or killed, figures to the
   CHECK_THAT(goodput_text(r), Contains("run 0 has no end in the timeline"));
 }
 
+TEST_CASE("goodput of a run killed after its stop: it ran at least until the script's last line") {
+  // A requeue whose program took longer than KillWait to stop: the batch script wrote its stop
+  // and log marks, then SIGKILL came before its end; the next run starts 20 s later.
+  const std::string tl = start(10, 0) + event("launch", 11, 0, "") +
+                         event("log", 12, 0, R"(,"bytes":100)") +
+                         event("stop", 30, 0, R"(,"signal":"USR1")") + start(50, 1) +
+                         event("end", 80, 1, R"(,"exit":0,"why":"completed")");
+  const auto runs = parse_timeline(tl, "t");
+  REQUIRE(runs.size() == 2);
+  CHECK_FALSE(runs[0].end);
+  CHECK(runs[0].last_seen() == Approx(T0 + 30));
+  CHECK(runs[1].last_seen() == Approx(T0 + 80));
+  const GoodputReport r = compute_goodput(facts(), runs, nullptr);
+  CHECK(r.runs[0].run_s == Approx(20));
+  CHECK(r.runs[1].wait_s == Approx(20));
+  CHECK(r.runs[1].run_s == Approx(30));
+}
+
 TEST_CASE("goodput readers refuse a line that is not a JSON object, naming file and line") {
   CHECK_THROWS_WITH(parse_timeline(start(1, 0) + "not json\n", "tl.jsonl"),
                     Contains("tl.jsonl:2") && Contains("is not a JSON object"));

@@ -127,7 +127,7 @@ std::vector<StartPhases> read_start_phases(Backend& backend, const std::string& 
       }
     }
     starts.push_back(start_phases(run, before, log, markers, first_step_of(metrics, run)));
-    before = run.end;
+    before = run.last_seen();  // a run killed before its end: from when it was last seen
   }
   return starts;
 }

@@ -108,6 +108,18 @@ TEST_CASE("startup: a line past the last mark is not dated, and without marks no
   CHECK(time_of_log_offset({}, 0) == std::nullopt);
 }
 
+TEST_CASE("startup: a restart's queue counts from the killed run's last line", "[startup]") {
+  // Run 0 stopped at 30 and was killed (KillWait) before it wrote its end; run 1 starts at 41.
+  auto runs = parse_timeline(event("start", 2, 0) + event("launch", 3, 0) + log_mark(4, 0, 10) +
+                                 event("stop", 30, 0, R"(,"signal":"USR1")") +
+                                 event("start", 41, 1) + event("launch", 42, 1),
+                             "t");
+  REQUIRE(runs.size() == 2);
+  StartPhases p = start_phases(runs[1], runs[0].last_seen(), "", {}, std::nullopt);
+  REQUIRE(p.queue_s());
+  CHECK(*p.queue_s() == Approx(11));
+}
+
 TEST_CASE("startup: the table of a requeued job, one row a start", "[startup]") {
   StartPhases a;
   a.restart = 0;
