@@ -25,9 +25,10 @@
 # Kept between runs (none of it is the project's state): each release's minbase as a tarball
 # (WORK/cache/SUITE-minbase.tar), the root with its packages installed
 # (WORK/cache/SUITE-packages-HASH.tar, HASH of the package list), apt's .deb files, a ccache
-# directory and the tests' Python environment per release (WORK/cache/python-SUITE). Each root runs in UTS and network namespaces of its own (loopback and a
-# veth pair that leaves nothing), so its test clusters never meet the host's. Whatever the script
-# mounts or starts is stopped on exit, also on failure or Ctrl-C (EXIT trap).
+# directory and the tests' Python environment per release (WORK/cache/python-SUITE). Each root
+# runs in UTS and network namespaces of its own (loopback and a veth pair that leaves nothing),
+# so its test clusters never meet the host's. Whatever the script mounts or starts is stopped on
+# exit, also on failure or Ctrl-C (EXIT trap).
 # Environment: JOBS (build parallelism, default nproc), NICE (niceness of builds/tests, default 0).
 set -euo pipefail
 
@@ -47,7 +48,7 @@ while (($#)); do
     --work) work=${2:?--work needs a directory}; shift 2 ;;
     --keep) keep=1; shift ;;
     --mirror) mirror=${2:?--mirror needs a URL}; shift 2 ;;
-    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "slurm-matrix: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
