@@ -3,11 +3,8 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <array>
-#include <atomic>
 #include <map>
 #include <ostream>
-#include <thread>
 
 #include <fmt/core.h>
 #include <re2/re2.h>
@@ -17,49 +14,12 @@
 #include "follow/hang.h"
 #include "follow/rollcall.h"
 #include "follow/run_record.h"
+#include "follow/stop_signals.h"
 #include "hostlist.h"
 #include "shell.h"
 
 namespace hpc {
 namespace {
-
-std::atomic<bool> g_interrupted{false};
-// The signal that stopped the follow: SIGINT (Ctrl-C), SIGTERM (`timeout`, kill) or SIGHUP (the
-// terminal closed). Each leaves the job running and says how to cancel it.
-std::atomic<int> g_signal{0};
-
-extern "C" void on_interrupt(int sig) {
-  g_signal = sig;
-  g_interrupted = true;
-}
-
-// Installs the handlers for the duration of a follow.
-class InterruptGuard {
- public:
-  InterruptGuard() {
-    g_interrupted = false;
-    g_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_interrupt;
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &sa, &old_[i]);
-  }
-  ~InterruptGuard() {
-    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
-  }
-
- private:
-  static constexpr std::array<int, 3> kSignals{SIGINT, SIGTERM, SIGHUP};
-  std::array<struct sigaction, 3> old_{};
-};
-
-// Sleeps in small slices so that Ctrl-C is noticed at once.
-void nap(std::chrono::milliseconds d) {
-  auto until = std::chrono::steady_clock::now() + d;
-  while (!g_interrupted && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(
-        std::min<std::chrono::milliseconds>(d, std::chrono::milliseconds(50)));
-}
 
 // A log file read incrementally; complete lines are handed out, a partial one is kept.
 struct LogTail {
@@ -361,7 +321,7 @@ int Follower::finish() {
   // The last lines may land just after the state changes (NFS, slurmstepd flushing).
   for (int i = 0; i < 4; ++i) {
     drain_logs();
-    nap(std::chrono::milliseconds(100));
+    nap_unless_stopped(std::chrono::milliseconds(100));
   }
   emit_lines(stdout_, "", out_, true);
   emit_lines(stderr_, "", err_, true);
@@ -434,8 +394,8 @@ std::vector<std::string> Follower::collect_where_lines() {
   const auto deadline = std::chrono::steady_clock::now() + o_.where_wait;
   const int world = std::max(o_.world_size, 1);
   while (std::chrono::steady_clock::now() < deadline && int(answers.size()) < world &&
-         !g_interrupted) {
-    nap(std::chrono::milliseconds(500));
+         StopSignals::caught() == 0) {
+    nap_unless_stopped(std::chrono::milliseconds(500));
     drain_logs();
     for (int r = 0; r < world && !o_.progress_dir.empty(); ++r) {
       if (answers.count(r)) continue;
@@ -526,14 +486,13 @@ int Follower::end_hung_job() {
 }
 
 int Follower::run() {
-  InterruptGuard guard;
+  StopSignals stop_signals;
   auto next_state = std::chrono::steady_clock::now();
   bool cancel_sent = false;
   while (true) {
-    if (g_interrupted) {
-      if (g_signal != SIGINT) {
+    if (const int sig = StopSignals::caught(); sig != 0) {
+      if (sig != SIGINT) {
         // Killed (`timeout`, kill) or the terminal closed: hpclaunch ends, the job does not.
-        const int sig = g_signal;
         clear_status();
         err_ << "hpclaunch: stopped by " << (sig == SIGHUP ? "SIGHUP" : "SIGTERM") << "; job "
              << id_ << " goes on. Reattach: hpclaunch logs -f " << id_
@@ -542,7 +501,7 @@ int Follower::run() {
         return 128 + sig;
       }
       if (o_.cancel_on_interrupt && !cancel_sent) {
-        g_interrupted = false;
+        StopSignals::clear();
         cancel_sent = true;
         say("cancelling job " + id_ + " (--cancel-on-interrupt)");
         try {
@@ -627,7 +586,7 @@ int Follower::run() {
       return 0;
     }
     draw_status();
-    nap(o_.log_interval);
+    nap_unless_stopped(o_.log_interval);
   }
 }
 

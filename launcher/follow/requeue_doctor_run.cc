@@ -2,16 +2,15 @@
 // requeues with bounded time, cancel it on Ctrl-C, the timeout or an error, print the table.
 #include <fmt/format.h>
 
-#include <array>
-#include <atomic>
 #include <chrono>
-#include <csignal>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
 #include <thread>
 
 #include "follow/requeue_doctor.h"
+#include "follow/stop_signals.h"
 #include "shell.h"
 #include "spec/slurm_time.h"
 #include "text.h"
@@ -19,37 +18,7 @@
 namespace hpc {
 namespace {
 
-std::atomic<int> g_stop_signal{0};
-extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
-
-// SIGINT, SIGTERM and SIGHUP end the doctor's wait (and its job) while it lasts.
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &sa, &old_[i]);
-  }
-  ~StopSignals() {
-    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-
- private:
-  static constexpr std::array<int, 3> kSignals{SIGINT, SIGTERM, SIGHUP};
-  std::array<struct sigaction, 3> old_{};
-};
-
 using Clock = std::chrono::steady_clock;
-
-void nap(std::chrono::milliseconds d) {
-  const auto until = Clock::now() + d;
-  while (g_stop_signal == 0 && Clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-}
 
 // Output of a command on the login node, "" when it fails.
 std::string output_of(Host& login, const std::vector<std::string>& argv) {
@@ -238,8 +207,8 @@ int run_requeue_doctor(Backend& backend, Host& login, const Spec& spec, const st
         cancel_quietly(backend, login, job_id, err);
         break;
       }
-      if (g_stop_signal != 0) {
-        err << "hpclaunch doctor: interrupted (" << strsignal(g_stop_signal) << ")\n";
+      if (StopSignals::caught() != 0) {
+        err << "hpclaunch doctor: interrupted (" << strsignal(StopSignals::caught()) << ")\n";
         cancel_quietly(backend, login, job_id, err);
         return 130;
       }
@@ -251,12 +220,12 @@ int run_requeue_doctor(Backend& backend, Host& login, const Spec& spec, const st
         cancel_quietly(backend, login, job_id, err);
         break;
       }
-      nap(std::chrono::seconds(1));
+      nap_unless_stopped(std::chrono::seconds(1));
     }
     // What the job wrote last (its log may be flushed after the state changed); not after the
     // doctor cancelled it, whose TERM the program answers like any stop.
     if (f.gave_up.empty()) {
-      nap(std::chrono::milliseconds(500));
+      nap_unless_stopped(std::chrono::milliseconds(500));
       JobStatus s = backend.status(job_id);
       read_more_log(w, s.stdout_path.empty() ? record.stdout_path : s.stdout_path, err);
       log = parse_probe_log(w.log);

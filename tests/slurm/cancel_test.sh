@@ -9,25 +9,17 @@
 set -euo pipefail
 hpclaunch=$1
 : "${SLURM_CONF:?run me through ctest (the slurm_cluster fixture sets SLURM_CONF)}"
-work=$(mktemp -d "${TMPDIR:-/tmp}/cancel-test.XXXXXX")
+# shellcheck source-path=SCRIPTDIR source=job_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
+case_name=slurm
+begin_job_test cancel
 chmod 755 "$work"
-name="cancel-$$"
-cleanup() {
-  local ids
-  ids=$(squeue --noheader --name "$name" --format %i 2>/dev/null || true)
-  # shellcheck disable=SC2086  # one id per word
-  [[ -z $ids ]] || { scontrol update "JobId=${ids%%$'\n'*}" Requeue=0 2>/dev/null; scancel $ids; } || true
-  rm -rf "$work"
+# Before end_job_test's scancel: a leftover job must not requeue itself either.
+cleanup_extra() {
+  local id
+  for id in $(jobs_of_test); do scontrol update "JobId=$id" Requeue=0 2>/dev/null || true; done
 }
-trap cleanup EXIT
-cd "$work"
-export XDG_CONFIG_HOME="$work/xdg" HPCLAUNCH_PATH=""
-fail() {
-  echo "FAIL: $*" >&2
-  for f in submit.err cancel.err "$work"/runs/*/*.out; do [[ -f $f ]] && { echo "--- $f" >&2; tail -n 30 "$f" >&2; }; done
-  exit 1
-}
-field() { scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1; }
+fail() { fail_showing 30 "$*" submit.err cancel.err "$work"/runs/*/*.out; }
 
 cat >prog.sh <<'SH'
 #!/bin/bash
@@ -49,7 +41,7 @@ chmod 755 prog.sh
   fail "hpclaunch submit exited $?"
 job=$(tail -n 1 submit.out)
 [[ $job =~ ^[0-9]+$ ]] || fail "submit printed no job id"
-[[ $(field "$job" Requeue) == 1 ]] || fail "the job is not requeueable (Requeue=$(field "$job" Requeue)): nothing to test"
+[[ $(job_field "$job" Requeue) == 1 ]] || fail "the job is not requeueable (Requeue=$(job_field "$job" Requeue)): nothing to test"
 for _ in $(seq 300); do
   grep -qs "started restart=0" "$work"/runs/*/*.out && break
   sleep 0.1
@@ -58,11 +50,11 @@ grep -qs "started restart=0" "$work"/runs/*/*.out || fail "the program did not s
 
 "$hpclaunch" cancel "$job" >cancel.out 2>cancel.err || fail "hpclaunch cancel exited $?"
 for _ in $(seq 300); do
-  case $(field "$job" JobState) in CANCELLED | COMPLETED | FAILED) break ;; esac
+  case $(job_field "$job" JobState) in CANCELLED | COMPLETED | FAILED) break ;; esac
   sleep 0.1
 done
 sleep 5 # a requeue would show by now (PENDING again, Restarts=1)
-state=$(field "$job" JobState) restarts=$(field "$job" Restarts)
+state=$(job_field "$job" JobState) restarts=$(job_field "$job" Restarts)
 [[ $state == CANCELLED && $restarts == 0 ]] ||
   fail "after hpclaunch cancel, job $job is $state with Restarts=$restarts (not CANCELLED, 0)"
 grep -qs "TERM: marker written" "$work"/runs/*/*.out || echo "note: the program saw no TERM (killed first)"

@@ -13,29 +13,17 @@ hpclaunch=$1 testcluster=$2
 : "${SLURM_CONF:?run me through ctest (the slurm_cluster fixture sets SLURM_CONF)}"
 cluster_dir=$(dirname "$(dirname "$SLURM_CONF")")
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/restart-test.XXXXXX")
+# shellcheck source-path=SCRIPTDIR source=job_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
+case_name=slurm
+begin_job_test restart
 chmod 755 "$work"
-name="restart-$$"
 follower=""
-cleanup() {
-  local ids
-  [[ -z $follower ]] || kill "$follower" 2>/dev/null || true
-  # The controller must be up again for whatever runs next, even if this test failed half-way.
-  scontrol ping >/dev/null 2>&1 || "$testcluster" restart-ctld --dir "$cluster_dir" >/dev/null 2>&1 || true
-  ids=$(squeue --noheader --name "$name" --format %i 2>/dev/null || true)
-  # shellcheck disable=SC2086  # one id per word
-  [[ -z $ids ]] || scancel $ids 2>/dev/null || true
-  rm -rf "$work"
+# The controller must be up again for whatever runs next, even if this test failed half-way.
+cleanup_extra() {
+  scontrol ping >/dev/null 2>&1 || "$testcluster" restart-ctld --dir "$cluster_dir" >/dev/null 2>&1
 }
-trap cleanup EXIT
-cd "$work"
-export XDG_CONFIG_HOME="$work/xdg" HPCLAUNCH_PATH=""
-
-fail() {
-  echo "FAIL: $*" >&2
-  for f in run.out run.err; do [[ -f $f ]] && { echo "--- $f" >&2; tail -n 60 "$f" >&2; }; done
-  exit 1
-}
+fail() { fail_showing 60 "$*" run.out run.err; }
 
 cat >count.sh <<'SH'
 #!/bin/bash
@@ -55,7 +43,7 @@ for _ in $(seq 600); do
   sleep 0.1
 done
 grep -q "line 4$" run.out || fail "the job printed no 'line 4' within 60 s"
-job=$(squeue --noheader --name "$name" --format %i)
+job=$(jobs_of_test)
 [[ $job =~ ^[0-9]+$ ]] || fail "no job named $name in squeue"
 "$testcluster" restart-ctld --dir "$cluster_dir" --down 30 >restart.log 2>&1 ||
   { cat restart.log >&2; fail "testcluster.sh restart-ctld failed"; }
@@ -71,7 +59,7 @@ grep -Eq "^(0: )?count done$" run.out || fail "the program's last line is missin
 grep -q "cannot reach slurmctld" run.err || fail "hpclaunch never saw the controller down (restart too quick?)"
 grep -q "reached the scheduler again; following job $job" run.err || fail "no 'reached the scheduler again' line"
 grep -q "job $job COMPLETED" run.err || fail "hpclaunch did not report COMPLETED"
-state=$(scontrol show job "$job" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+state=$(job_field "$job" JobState)
 [[ $state == COMPLETED ]] || fail "Slurm says job $job is ${state:-unknown}, not COMPLETED"
 grep -E "cannot reach|reached the scheduler|COMPLETED" run.err
 echo "restart: job $job followed through a 30 s controller outage; 80 lines in order; COMPLETED"
