@@ -417,11 +417,14 @@ std::vector<std::string> Follower::collect_where_lines() {
   return lines;
 }
 
-// A Python program's answers are faulthandler's stacks, per srun label: one line of where the
-// ranks are (follow/rollcall.h); "" when the answers hold no stack.
+// A Python program's answers are faulthandler's stacks, per srun label or, under torchrun, per
+// rank from torchrun's prefix: one line of where the ranks are (follow/rollcall.h); "" when the
+// answers hold no stack.
 std::string Follower::python_rollcall(const std::vector<std::string>& answers) const {
-  const auto stacks = parse_python_stacks(answers);
+  std::map<int, int> node_of;  // torchrun's ranks: the label (node) their lines came under
+  const auto stacks = parse_python_stacks(answers, &node_of);
   if (stacks.empty()) return "";
+  const bool by_node = o_.labels_are_nodes && node_of.empty();
   std::vector<std::string> hosts;
   try {
     hosts = HostList::expand(status_.nodes);
@@ -429,16 +432,26 @@ std::string Follower::python_rollcall(const std::vector<std::string>& answers) c
   const int world = std::max(o_.world_size, 1);
   const int per_node = hosts.empty() ? 1 : std::max(1, world / int(hosts.size()));
   auto host_of = [&](int label) {
-    const size_t node = size_t(o_.labels_are_nodes ? label : label / per_node);
-    return node < hosts.size() ? hosts[node] : std::string();
+    const auto named = node_of.find(label);
+    const int node = named != node_of.end() ? named->second
+                     : o_.labels_are_nodes  ? label
+                                            : label / per_node;
+    return node >= 0 && size_t(node) < hosts.size() ? hosts[size_t(node)] : std::string();
   };
-  return rollcall_summary(stacks, world, host_of, o_.labels_are_nodes);
+  return rollcall_summary(stacks, world, host_of, by_node);
 }
 
 int Follower::end_hung_job() {
   clear_status();
   const auto now = std::chrono::steady_clock::now();
-  const std::vector<std::string> summary = hang_.summary(o_.world_size, o_.hang_seconds, now);
+  int nodes = 0;  // launch torchrun: the log's labels are nodes
+  if (o_.labels_are_nodes) {
+    try {
+      nodes = int(HostList::expand(status_.nodes).size());
+    } catch (const std::exception&) {}
+  }
+  const std::vector<std::string> summary =
+      hang_.summary(o_.world_size, o_.hang_seconds, now, nodes);
   for (const auto& line : summary) say(line);
   say(std::string("asking every rank where it is (SIG") + kWhereSignalName +
       " to the tasks of job " + id_ + "), waiting up to " +

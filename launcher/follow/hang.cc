@@ -112,7 +112,7 @@ std::optional<double> HangWatch::quiet_seconds(Clock::time_point now) const {
 }
 
 std::vector<std::string> HangWatch::summary(int world_size, int hang_seconds,
-                                            Clock::time_point now) const {
+                                            Clock::time_point now, int nodes) const {
   const double quiet = quiet_seconds(now).value_or(0);
   std::vector<std::string> lines;
   lines.push_back(fmt::format("hang: no rank reported {} for {:.0f} s (job.hang_seconds = {})",
@@ -121,7 +121,8 @@ std::vector<std::string> HangWatch::summary(int world_size, int hang_seconds,
                                                    : "output or heartbeat",
                               quiet, hang_seconds));
   auto more = has_progress_files() ? summary_from_progress(world_size, now)
-                                   : summary_from_log(world_size, now);
+                                   : summary_from_log(nodes > 0 ? nodes : world_size,
+                                                      nodes > 0, now);
   lines.insert(lines.end(), more.begin(), more.end());
   return lines;
 }
@@ -179,14 +180,17 @@ std::vector<std::string> HangWatch::summary_from_progress(int world_size,
   return lines;
 }
 
-std::vector<std::string> HangWatch::summary_from_log(int world_size, Clock::time_point now) const {
+std::vector<std::string> HangWatch::summary_from_log(int labels, bool nodes,
+                                                     Clock::time_point now) const {
   std::vector<std::string> lines;
-  lines.push_back(
-      "this program writes no progress files (hpctrain does), so hpclaunch knows only each "
-      "rank's last line in the log:");
+  const char* one = nodes ? "node" : "rank";
+  lines.push_back(fmt::format(
+      "this program writes no progress files (hpctrain does), so hpclaunch knows only each {}'s "
+      "last line in the log{}:",
+      one, nodes ? " (launch torchrun: srun labels a node's lines, not its ranks')" : ""));
   std::vector<int> quiet;
   int shown = 0;
-  for (int r = 0; r < std::max(world_size, 1); ++r) {
+  for (int r = 0; r < std::max(labels, 1); ++r) {
     auto it = last_line_.find(r);
     if (it == last_line_.end()) {
       quiet.push_back(r);
@@ -194,13 +198,14 @@ std::vector<std::string> HangWatch::summary_from_log(int world_size, Clock::time
     }
     if (++shown > 16) continue;
     std::string text = it->second.first.substr(0, 160);
-    lines.push_back(
-        fmt::format("rank {}, {:.0f} s ago: {}", r, seconds_between(it->second.second, now), text));
+    lines.push_back(fmt::format("{} {}, {:.0f} s ago: {}", one, r,
+                                seconds_between(it->second.second, now), text));
   }
-  if (shown > 16) lines.push_back(fmt::format("({} more ranks: see the log)", shown - 16));
-  if (!quiet.empty() && quiet.size() < size_t(std::max(world_size, 1)))
-    lines.push_back(fmt::format("{} {}: no line in the log", quiet.size() > 1 ? "ranks" : "rank",
-                                rank_ranges(quiet)));
+  if (shown > 16) lines.push_back(fmt::format("({} more {}s: see the log)", shown - 16, one));
+  if (!quiet.empty() && quiet.size() < size_t(std::max(labels, 1)))
+    lines.push_back(
+        fmt::format("{}{} {}: no line in the log", one, quiet.size() > 1 ? "s" : "",
+                    rank_ranges(quiet)));
   return lines;
 }
 

@@ -65,7 +65,9 @@ class HangWatch {
   //   hang: no rank reported progress for 61 s (job.hang_seconds = 60)
   //   rank 1 is behind: step 3, phase stopped ..., not in a collective (last: all_reduce #11)
   //   ranks 0, 2-3 wait inside all_reduce #12 at step 3 (for 61 s)
-  std::vector<std::string> summary(int world_size, int hang_seconds, Clock::time_point now) const;
+  // `nodes` > 0: srun's labels are nodes (launch torchrun), so the log's lines are told per node.
+  std::vector<std::string> summary(int world_size, int hang_seconds, Clock::time_point now,
+                                   int nodes = 0) const;
 
  private:
   struct Seen {
@@ -79,7 +81,7 @@ class HangWatch {
   std::optional<Clock::time_point> started_, last_change_, last_log_;
 
   std::vector<std::string> summary_from_progress(int world_size, Clock::time_point now) const;
-  std::vector<std::string> summary_from_log(int world_size, Clock::time_point now) const;
+  std::vector<std::string> summary_from_log(int labels, bool nodes, Clock::time_point now) const;
 };
 
 // "0-2, 5, 7-8"

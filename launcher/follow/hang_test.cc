@@ -98,6 +98,12 @@ TEST_CASE("hang: without progress files, the log's lines are the progress", "[ha
   CHECK(lines[2] == "rank 0, 9 s ago: 0: epoch 1 batch 7");
   CHECK(lines[3] == "rank 1, 8 s ago: 1: epoch 1 batch 7");
   CHECK(lines[4] == "rank 2: no line in the log");
+  // launch torchrun: the labels are the 2 nodes.
+  lines = w.summary(4, 8, t0 + 10s, 2);
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[1].find("each node's last line in the log (launch torchrun") != std::string::npos);
+  CHECK(lines[2] == "node 0, 9 s ago: 0: epoch 1 batch 7");
+  CHECK(lines[3] == "node 1, 8 s ago: 1: epoch 1 batch 7");
 }
 
 TEST_CASE("hang: a program's heartbeat files count as progress when they change", "[hang]") {

@@ -1,7 +1,9 @@
 #include "follow/rollcall.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <tuple>
 
 #include <fmt/core.h>
 
@@ -21,6 +23,26 @@ int split_label(const std::string& line, std::string& text) {
   if (ec != std::errc() || end != line.data() + colon) return -1;
   text = line.substr(colon + 2);
   return label;
+}
+
+// torchrun's prefix of a worker's tee'd line, after srun's label: "[rank2]:" (the template the
+// batch script sets, TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE) gives the global rank; an older
+// torchrun's "[default1]:" (${role_name}${local_rank}) the local rank. Strips it from `text`.
+enum class Prefix { none, rank, local };
+Prefix split_torchrun_prefix(std::string& text, int& n) {
+  if (text.empty() || text[0] != '[') return Prefix::none;
+  const size_t close = text.find("]:");
+  if (close == std::string::npos || close > 40) return Prefix::none;
+  size_t digits = close;
+  while (digits > 1 && text[digits - 1] >= '0' && text[digits - 1] <= '9') --digits;
+  if (digits == close) return Prefix::none;
+  auto [end, ec] = std::from_chars(text.data() + digits, text.data() + close, n);
+  if (ec != std::errc() || end != text.data() + close) return Prefix::none;
+  const std::string role = text.substr(1, digits - 1);
+  for (char c : role)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return Prefix::none;
+  text.erase(0, close + 2);
+  return role == "rank" ? Prefix::rank : Prefix::local;
 }
 
 // `  File "PATH", line N in FUNCTION`
@@ -53,39 +75,64 @@ std::string base_name(const std::string& path) {
 
 }  // namespace
 
-std::map<int, std::vector<PyStack>> parse_python_stacks(const std::vector<std::string>& lines) {
+std::map<int, std::vector<PyStack>> parse_python_stacks(const std::vector<std::string>& lines,
+                                                        std::map<int, int>* node_of) {
   // One process's dump: its threads, and which one answered ("Current thread").
   struct Dump {
     std::vector<PyStack> threads;
     int current = -1;
   };
-  std::map<int, std::vector<Dump>> dumps;  // per label, in the order they began
+  // Whose lines: (prefix, srun label or torchrun's rank, local rank or -1); the dumps of each in
+  // the order they began.
+  using Source = std::tuple<Prefix, int, int>;
+  std::map<Source, std::vector<Dump>> dumps;
+  std::map<int, int> label_of_rank;
   for (const auto& line : lines) {
     std::string text;
     const int label = split_label(line, text);
     if (label < 0) continue;
-    auto& of_label = dumps[label];
+    int n = -1;
+    const Prefix prefix = split_torchrun_prefix(text, n);
+    const Source source = prefix == Prefix::rank    ? Source{prefix, n, -1}
+                          : prefix == Prefix::local ? Source{prefix, label, n}
+                                                    : Source{prefix, label, -1};
+    if (prefix == Prefix::rank) label_of_rank[n] = label;
+    auto& of_source = dumps[source];
     const bool current = text.rfind("Current thread 0x", 0) == 0;
     if (current || text.rfind("Thread 0x", 0) == 0) {
-      // A second "Current thread" under one label is another process (torchrun's workers share
-      // their node's label) or the same rank asked again.
-      if (of_label.empty() || (current && of_label.back().current >= 0)) of_label.emplace_back();
-      Dump& d = of_label.back();
+      // A second "Current thread" from one source: another process (torchrun's workers share
+      // their node's label when their lines carry no rank) or the same rank asked again.
+      if (of_source.empty() || (current && of_source.back().current >= 0))
+        of_source.emplace_back();
+      Dump& d = of_source.back();
       d.threads.emplace_back();
       if (current) d.current = int(d.threads.size()) - 1;
       continue;
     }
     PyFrame f;
-    if (!of_label.empty() && !of_label.back().threads.empty() && parse_frame(text, f))
-      of_label.back().threads.back().push_back(f);
+    if (!of_source.empty() && !of_source.back().threads.empty() && parse_frame(text, f))
+      of_source.back().threads.back().push_back(f);
   }
   std::map<int, std::vector<PyStack>> stacks;
-  for (auto& [label, of_label] : dumps)
-    for (auto& d : of_label) {
-      if (d.threads.empty()) continue;
-      auto& chosen = d.threads[size_t(d.current >= 0 ? d.current : int(d.threads.size()) - 1)];
-      if (!chosen.empty()) stacks[label].push_back(chosen);
+  auto add = [&](Prefix wanted) {
+    for (auto& [source, of_source] : dumps) {
+      if (std::get<0>(source) != wanted && !(wanted == Prefix::none &&
+                                             std::get<0>(source) == Prefix::local))
+        continue;
+      for (auto& d : of_source) {
+        if (d.threads.empty()) continue;
+        auto& chosen = d.threads[size_t(d.current >= 0 ? d.current : int(d.threads.size()) - 1)];
+        if (!chosen.empty()) stacks[std::get<1>(source)].push_back(chosen);
+      }
     }
+  };
+  // Ranks named by torchrun win: then the lines without a rank are torchrun's own.
+  add(Prefix::rank);
+  if (!stacks.empty()) {
+    if (node_of) *node_of = label_of_rank;
+    return stacks;
+  }
+  add(Prefix::none);
   return stacks;
 }
 

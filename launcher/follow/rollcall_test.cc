@@ -2,6 +2,8 @@
 // (the format as Python 3.11 prints it), the place of each stack, the one-line summary.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -91,6 +93,72 @@ TEST_CASE("rollcall: the summary names the stuck rank and its node", "[rollcall]
   CHECK(rollcall_summary(parse_python_stacks(twice), 1, nullptr, false) ==
         "roll-call: rank 0 at data.py:41 in __next__");
   CHECK(rollcall_summary({}, 4, host_of, false).empty());
+}
+
+namespace {
+
+// Rank R's dump as torchrun's agent on node N tees it: srun's label, then the rank (the batch
+// script's TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE) or an older torchrun's "[default1]:".
+std::vector<std::string> teed(int node, const std::string& prefix, std::vector<std::string> dump) {
+  const std::string label = std::to_string(dump.front()[0] - '0') + ": ";
+  for (auto& l : dump) l = std::to_string(node) + ": " + prefix + l.substr(label.size());
+  return dump;
+}
+
+}  // namespace
+
+TEST_CASE("rollcall: torchrun's rank prefix makes the roll-call exact", "[rollcall]") {
+  // Node 0 runs ranks 2 and 3, node 1 ranks 0 and 1 (the rendezvous numbers the nodes); the two
+  // workers' lines of node 0 interleave line by line, as the agent's two tail threads write them.
+  auto r2 = teed(0, "[rank2]:", {"2: Current thread 0x00007f00 (most recent call first):",
+                                 "2:   File \"/home/me/proj/data.py\", line 41 in __next__",
+                                 "2:   File \"/home/me/proj/train.py\", line 80 in main"});
+  auto r3 = teed(0, "[rank3]:", waiting(3));
+  std::vector<std::string> log;
+  for (size_t i = 0; i < std::max(r2.size(), r3.size()); ++i) {
+    if (i < r3.size()) log.push_back(r3[i]);
+    if (i < r2.size()) log.push_back(r2[i]);
+  }
+  for (int r : {0, 1})
+    for (const auto& l : teed(1, "[rank" + std::to_string(r) + "]:", waiting(r)))
+      log.push_back(l);
+  // torchrun's own lines, unprefixed, under the same labels.
+  log.push_back("0: W1127 20:48:45.296000 24360 torch/distributed/elastic/agent/api.py:752]");
+  std::map<int, int> node_of;
+  auto stacks = parse_python_stacks(log, &node_of);
+  REQUIRE(stacks.size() == 4);
+  for (int r = 0; r < 4; ++r) REQUIRE(stacks[r].size() == 1);
+  CHECK(stack_place(stacks[2][0]) == "data.py:41 in __next__");
+  CHECK(stack_place(stacks[3][0]) == "train.py:88 in main, inside all_reduce");
+  CHECK(node_of == std::map<int, int>{{0, 1}, {1, 1}, {2, 0}, {3, 0}});
+  auto host_of = [&](int r) { return node_of[r] == 0 ? std::string("node01") : "node02"; };
+  CHECK(rollcall_summary(stacks, 4, host_of, false) ==
+        "roll-call: 3 of 4 ranks at train.py:88 in main, inside all_reduce; rank 2 on node01 at "
+        "data.py:41 in __next__");
+
+  // An older torchrun: "[default1]:" is the local rank; the node's workers stay apart under its
+  // label even when their lines interleave, and the roll-call counts them per node.
+  std::vector<std::string> old;
+  auto l0 = teed(0, "[default0]:", waiting(0));
+  auto l1 = teed(0, "[default1]:", {"1: Current thread 0x00007f00 (most recent call first):",
+                                    "1:   File \"/home/me/proj/data.py\", line 41 in __next__"});
+  for (size_t i = 0; i < l0.size(); ++i) {
+    old.push_back(l0[i]);
+    if (i < l1.size()) old.push_back(l1[i]);
+  }
+  node_of.clear();
+  auto by_node = parse_python_stacks(old, &node_of);
+  CHECK(node_of.empty());
+  REQUIRE(by_node.size() == 1);
+  REQUIRE(by_node[0].size() == 2);
+  auto node_host = [](int l) { return l == 0 ? std::string("node01") : std::string("node02"); };
+  CHECK(rollcall_summary(by_node, 4, node_host, true) ==
+        "roll-call: 1 rank on node01 at data.py:41 in __next__; 1 rank on node01 at train.py:88 "
+        "in main, inside all_reduce; 2 ranks: no stack");
+  // Brackets that are not torchrun's prefix stay part of the line.
+  CHECK(parse_python_stacks({"0: [x y1]:Current thread 0x1 (most recent call first):",
+                             "0: [rank]:  File \"x.py\", line 3 in f"})
+            .empty());
 }
 
 TEST_CASE("rollcall: lines that only look like a dump are skipped", "[rollcall]") {

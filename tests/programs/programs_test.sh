@@ -28,10 +28,10 @@
 #   hang_heartbeat      the same with --heartbeat: no line a step for 15 s (more than
 #                       hang_seconds), only heartbeat files; the job is not ended before rank 2
 #                       gets stuck, and the roll-call then names it
-#   hang_torchrun       hang_rollcall under --launch torchrun: srun's labels are nodes, each
-#                       node's two workers answer under its label; the roll-call counts the ranks
-#                       in all_reduce (a dump two workers wrote at once may be left out) and names
-#                       1 in __next__ on the node whose label printed the stall
+#   hang_torchrun       hang_rollcall under --launch torchrun: srun's labels are nodes (the hang
+#                       summary says "node 0"); the workers' stderr comes through torchrun's tee
+#                       with each one's rank, so the roll-call is the same as under srun, rank 2
+#                       named on the node whose label printed the stall
 # allreduce_srun and lightning_requeue also check `hpclaunch report JOB --json`'s start-up phases
 # (queue, environment, rendezvous) of the 2-node run, and of both starts of the requeued one.
 set -euo pipefail
@@ -263,21 +263,16 @@ PY
     follower=
     [[ $rc -eq 79 ]] || fail "hpclaunch run exited $rc, not 79 (hang)"
     grep -E "hang:|roll-call:|ending job" run.err
+    node=node02
     if [[ $case_name == hang_torchrun ]]; then
       # The node whose label printed the stall (torchrun's rendezvous places rank 2 on either).
+      # Each worker's stderr comes through torchrun's tee with its rank ("0: [rank2]:  File"), so
+      # the roll-call is per rank as under srun, the node taken from the label.
       node=node0$(($(sed -n 's/^\([0-9]\): rank 2: stuck in the data loader.*/\1/p' run.out) + 1))
-      # A node's two workers dump at the same moment into one pipe: their lines may mix, and a
-      # mixed dump is left out ("1 rank: no stack") or read only in part (its last frame, seen
-      # once in CI: "1 rank on node01 at stuck_loader.py:84 in <module>"); the stalled rank's
-      # node is named all the same, and some rank waits in all_reduce.
-      expect run.err "roll-call: .*1 rank on $node at stuck_loader.py:[0-9]+ in __next__" \
-        "the roll-call did not name the rank in its data loader on $node"
-      expect run.err "roll-call: .*at stuck_loader.py:[0-9]+ in main, inside all_reduce" \
-        "the roll-call named no rank waiting in all_reduce"
-    else
-      expect run.err "roll-call: 3 of 4 ranks at stuck_loader.py:[0-9]+ in main, inside all_reduce; rank 2 on node02 at stuck_loader.py:[0-9]+ in __next__$" \
-        "the roll-call did not name rank 2 in its data loader"
+      expect run.err "hpclaunch: node 0, [0-9]+ s ago: " "the hang summary did not name node 0's last line"
     fi
+    expect run.err "roll-call: 3 of 4 ranks at stuck_loader.py:[0-9]+ in main, inside all_reduce; rank 2 on $node at stuck_loader.py:[0-9]+ in __next__$" \
+      "the roll-call did not name rank 2 in its data loader on $node"
     latency=$(awk -v a="$named_at" -v b="$hung_at" 'BEGIN { printf "%.1f", a - b }')
     echo "$case_name: rank 2 hung at $hung_at; the roll-call named it $latency s later (job.hang_seconds = $hang)"
     awk -v l="$latency" -v h="$hang" 'BEGIN { exit !(l <= h + 30) }' ||
