@@ -114,11 +114,9 @@ std::map<int, std::vector<PyStack>> parse_python_stacks(const std::vector<std::s
       of_source.back().threads.back().push_back(f);
   }
   std::map<int, std::vector<PyStack>> stacks;
-  auto add = [&](Prefix wanted) {
+  auto add = [&](bool ranked) {  // the dumps whose lines name their rank, or the others
     for (auto& [source, of_source] : dumps) {
-      if (std::get<0>(source) != wanted && !(wanted == Prefix::none &&
-                                             std::get<0>(source) == Prefix::local))
-        continue;
+      if ((std::get<0>(source) == Prefix::rank) != ranked) continue;
       for (auto& d : of_source) {
         if (d.threads.empty()) continue;
         auto& chosen = d.threads[size_t(d.current >= 0 ? d.current : int(d.threads.size()) - 1)];
@@ -127,12 +125,12 @@ std::map<int, std::vector<PyStack>> parse_python_stacks(const std::vector<std::s
     }
   };
   // Ranks named by torchrun win: then the lines without a rank are torchrun's own.
-  add(Prefix::rank);
+  add(true);
   if (!stacks.empty()) {
     if (node_of) *node_of = label_of_rank;
     return stacks;
   }
-  add(Prefix::none);
+  add(false);
   return stacks;
 }
 
