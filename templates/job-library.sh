@@ -15,6 +15,7 @@ hpc_run_id=""
 hpc_record_pid=""
 hpc_srun_pid=""
 hpc_requeue_signal=""
+hpc_stop_sent=""
 hpc_check_requeues=0
 
 # hpc_job_start --mem|--mem-per-cpu|--mem-per-gpu|--no-mem: the job's first step. Stops a script
@@ -432,8 +433,15 @@ hpc_requeue_on() {
 
 # shellcheck disable=SC2317 # run by the traps of hpc_requeue_on
 hpc_forward_stop() {
-  hpc_stop=$1
   hpc_trapped=1
+  # Asked once, the tasks are saving: a later stop (the TERM of a requeue that the program runs
+  # itself, as Lightning does; a preemption after the time-limit signal) is not passed on, or
+  # they would save a second time while Slurm's KillWait runs out.
+  if [[ -n "${hpc_stop_sent}" ]]; then
+    echo "hpclaunch: $1: the tasks were asked to checkpoint on ${hpc_stop_sent} already: not asked again" >&2
+    return 0
+  fi
+  hpc_stop=$1
   # The timeline notes the first stop, before the script decided: the TERM that the script's own
   # requeue brings (or one during the end) is not a cause.
   if [[ -z "${hpc_timeline_signal}" && -z "${hpc_timeline_why}" ]]; then
@@ -441,8 +449,8 @@ hpc_forward_stop() {
     hpc_timeline_event stop signal "$1"
   fi
   echo "hpclaunch: $1: asking the tasks to checkpoint (finish the step, save, write the requeue marker)" >&2
-  if [[ -n "${hpc_srun_pid}" ]]; then
-    kill "-${hpc_requeue_signal}" "${hpc_srun_pid}" 2>/dev/null || true
+  if [[ -n "${hpc_srun_pid}" ]] && kill "-${hpc_requeue_signal}" "${hpc_srun_pid}" 2>/dev/null; then
+    hpc_stop_sent=$1
   fi
 }
 

@@ -103,6 +103,17 @@ TEST_CASE("job script: job.signal=USR2 and TERM to the batch shell ask for a che
     CHECK(fs::exists(requeue));
     CHECK(has(job.err, "hpclaunch: TERM: asking the tasks to checkpoint"));
   }
+  SECTION("a second stop is not passed on: the tasks save once") {
+    render_job(sb, {});
+    Run job = run_job_script(sb, "job.sbatch",
+                             {"STUB_SRUN_USR1_PARENT=1", "STUB_SECOND_SIGNAL=TERM"});
+    INFO(job.describe());
+    CHECK(job.status == 0);
+    CHECK(fs::exists(requeue));
+    CHECK(read_file(sb.root() / "log" / "srun.usr1") == "forwarded\n");
+    CHECK(has(job.err, "hpclaunch: TERM: the tasks were asked to checkpoint on USR1 already: "
+                       "not asked again"));
+  }
 }
 
 TEST_CASE("job script: run with bash outside a job, it says so in one line and exits 2",

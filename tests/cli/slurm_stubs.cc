@@ -55,6 +55,12 @@ if [[ "${STUB_SRUN_USR1_PARENT:-}" == 1 ]]; then
     kill -"${STUB_PARENT_SIGNAL:-$sig}" "$PPID"
     sleep 0.1
   done
+  # A second stop to the script, as the TERM of a requeue that the program runs itself: the
+  # script does not pass it on (srun.usr1 keeps one line).
+  if [[ -e "${STUB_LOG}/srun.usr1" && -n "${STUB_SECOND_SIGNAL:-}" ]]; then
+    kill -"${STUB_SECOND_SIGNAL}" "$PPID"
+    sleep 1
+  fi
   # As hpctrain's ranks do after USR1: checkpoint written, the requeue marker (unless
   # STUB_SRUN_MARKER=0), stopped for a requeue (STUB_SRUN_STATUS, default 75).
   if [[ -e "${STUB_LOG}/srun.usr1" ]]; then

@@ -24,6 +24,8 @@ namespace cli_test {
 //                              the requeue marker (not with STUB_SRUN_MARKER=0) and exits with
 //                              STUB_SRUN_STATUS (75). STUB_SIGNAL: the signal it waits for
 //                              (USR1); STUB_PARENT_SIGNAL: the one it sends the script (the same).
+//                              STUB_SECOND_SIGNAL: sent to the script once the first was
+//                              forwarded, 1 s before srun ends (the requeue's TERM).
 void install_slurm_stubs(const Sandbox& sb);
 
 // The environment of a batch script in a job of 2 nodes (SLURM_JOB_ID 4242).

@@ -193,12 +193,18 @@ case "$case_name" in
     [[ $(job_field "$job" JobState) == COMPLETED ]] || fail "job $job $(job_field "$job" JobState), not COMPLETED"
     [[ -f $work/lightning/hpc_ckpt_1.ckpt ]] || fail "Lightning wrote no hpc_ckpt_1.ckpt"
     expect run.out "Handling auto-requeue signal" "Lightning did not handle USR1"
+    # The script asks the tasks once: the TERM of Lightning's own `scontrol requeue` is not passed
+    # on as a second USR1 (which made Lightning save and requeue again while KillWait ran out).
+    [[ $(cat run.out run.err | grep -c "asking the tasks to checkpoint") -eq 1 ]] ||
+      fail "the script did not ask the tasks exactly once: $(cat run.out run.err | grep -c "asking the tasks to checkpoint") times"
+    [[ $(grep -c "Handling auto-requeue signal" run.out) -eq 1 ]] ||
+      fail "Lightning handled the requeue signal $(grep -c "Handling auto-requeue signal" run.out) times, not once"
     expect run.err "job $job REQUEUED" "hpclaunch run did not follow the requeue"
     resumed=$(sed -n 's/^0: lightning: training starts at step \([0-9]*\)$/\1/p' run.out | tail -n 1)
     [[ -n $resumed && $resumed -gt 0 ]] || fail "the requeued job started at step ${resumed:-?}, not where it saved"
     [[ $(grep -c "training starts at step" run.out) -eq 2 ]] || fail "expected two starts (before and after the requeue)"
     expect run.out "^0: lightning: finished at step $steps, " "the resumed run did not finish at step $steps"
-    grep -E "lightning: (training starts|finished)|auto-requeue|Requeued SLURM|Restoring states|REQUEUED" run.out run.err
+    grep -E "lightning: (training starts|finished)|auto-requeue|Requeued SLURM|Restoring states|REQUEUED|checkpoint" run.out run.err
     echo "lightning: preempted, requeued (Restarts=1), resumed at step $resumed, finished at step $steps"
     check_startup "$job" 2 'lightning: step [0-9]+ loss'
     ;;
