@@ -58,7 +58,8 @@ class Follower {
   bool hung(std::chrono::steady_clock::time_point now) const;
   int end_hung_job();
   std::vector<std::string> collect_where_lines();
-  std::string python_rollcall(const std::vector<std::string>& answers) const;
+  std::string python_rollcall(const std::vector<std::string>& answers,
+                              const std::vector<std::string>& hosts) const;
 
   Backend& backend_;
   std::string id_;
@@ -419,16 +420,13 @@ std::vector<std::string> Follower::collect_where_lines() {
 
 // A Python program's answers are faulthandler's stacks, per srun label or, under torchrun, per
 // rank from torchrun's prefix: one line of where the ranks are (follow/rollcall.h); "" when the
-// answers hold no stack.
-std::string Follower::python_rollcall(const std::vector<std::string>& answers) const {
+// answers hold no stack. `hosts`: the job's nodes, in srun's order (empty when unknown).
+std::string Follower::python_rollcall(const std::vector<std::string>& answers,
+                                      const std::vector<std::string>& hosts) const {
   std::map<int, int> node_of;  // torchrun's ranks: the label (node) their lines came under
   const auto stacks = parse_python_stacks(answers, &node_of);
   if (stacks.empty()) return "";
   const bool by_node = o_.labels_are_nodes && node_of.empty();
-  std::vector<std::string> hosts;
-  try {
-    hosts = HostList::expand(status_.nodes);
-  } catch (const std::exception&) {}
   const int world = std::max(o_.world_size, 1);
   const int per_node = hosts.empty() ? 1 : std::max(1, world / int(hosts.size()));
   auto host_of = [&](int label) {
@@ -444,12 +442,12 @@ std::string Follower::python_rollcall(const std::vector<std::string>& answers) c
 int Follower::end_hung_job() {
   clear_status();
   const auto now = std::chrono::steady_clock::now();
-  int nodes = 0;  // launch torchrun: the log's labels are nodes
-  if (o_.labels_are_nodes) {
-    try {
-      nodes = int(HostList::expand(status_.nodes).size());
-    } catch (const std::exception&) {}
-  }
+  std::vector<std::string> hosts;
+  try {
+    hosts = HostList::expand(status_.nodes);
+  } catch (const std::exception&) {}
+  // launch torchrun: the log's labels are nodes
+  const int nodes = o_.labels_are_nodes ? int(hosts.size()) : 0;
   const std::vector<std::string> summary =
       hang_.summary(o_.world_size, o_.hang_seconds, now, nodes);
   for (const auto& line : summary) say(line);
@@ -468,7 +466,7 @@ int Follower::end_hung_job() {
         " only if it handles it: docs/troubleshooting.md#a-job-that-hangs)");
   }
   for (const auto& line : answers) say("  " + line);
-  const std::string rollcall = python_rollcall(answers);
+  const std::string rollcall = python_rollcall(answers, hosts);
   if (!rollcall.empty()) say(rollcall);
   const std::string stamp = utc_now_iso8601();
   std::string report = "hpclaunch: job " + id_ + " hung; " + stamp + "\n";
