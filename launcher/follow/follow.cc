@@ -75,8 +75,8 @@ class Follower {
   std::string unreachable_;
   std::chrono::steady_clock::time_point unreachable_since_;
   int failed_polls_ = 0;
-  LostWatch lost_watch_;     // "Invalid job id" answers, until they held for o_.lost_grace
-  bool seen_found_ = false;  // the scheduler knew the job at least once in this follow
+  LostWatch lost_watch_;           // "Invalid job id" answers, until they held for o_.lost_grace
+  bool seen_found_ = false;        // the scheduler knew the job at least once in this follow
   std::string unreachable_error_;  // the last "cannot reach the scheduler", for logs without -f
   bool output_closed_ = false;
   LogTail stdout_, stderr_;
@@ -382,8 +382,7 @@ void Follower::watch_for_hang(std::chrono::steady_clock::time_point now) {
 
 bool Follower::hung(std::chrono::steady_clock::time_point now) const {
   if (o_.hang_seconds <= 0 || !hang_running_) return false;
-  auto quiet = hang_.quiet_seconds(now);
-  return quiet && *quiet >= o_.hang_seconds;
+  return hang_.ran_out(now, o_.hang_seconds, o_.start_seconds) != HangWatch::Bound::none;
 }
 
 // The ranks' answers to the where-signal: hpctrain's rank-N.where files, or, from a program that
@@ -449,7 +448,11 @@ int Follower::end_hung_job() {
   // launch torchrun: the log's labels are nodes
   const int nodes = o_.labels_are_nodes ? int(hosts.size()) : 0;
   const std::vector<std::string> summary =
-      hang_.summary(o_.world_size, o_.hang_seconds, now, nodes);
+      hang_.summary(o_.world_size, o_.hang_seconds, now, nodes, o_.start_seconds);
+  // Which bound ran out, for the last line: the start's or the progress's.
+  const std::string bound = !hang_.started() && o_.start_seconds > 0
+                                ? "job.start_seconds = " + std::to_string(o_.start_seconds)
+                                : "job.hang_seconds = " + std::to_string(o_.hang_seconds);
   for (const auto& line : summary) say(line);
   say(std::string("asking every rank where it is (SIG") + kWhereSignalName +
       " to the tasks of job " + id_ + "), waiting up to " +
@@ -485,8 +488,7 @@ int Follower::end_hung_job() {
       saved.clear();
     }
   }
-  say("ending job " + id_ + " (job.hang_seconds = " + std::to_string(o_.hang_seconds) + ")" +
-      (saved.empty() ? "" : "; hang report: " + saved));
+  say("ending job " + id_ + " (" + bound + ")" + (saved.empty() ? "" : "; hang report: " + saved));
   try {
     backend_.cancel(id_);
   } catch (const BackendError& e) {

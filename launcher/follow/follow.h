@@ -19,7 +19,6 @@
 
 namespace hpc {
 
-
 // srun's line about the first task(s) that ended badly, as the job log has it:
 //   "srun: error: node02: task 3: Killed"  ->  {"3", "node02", "Killed", false}
 //   "srun: error: node01: tasks 0-1: Exited with exit code 1"  ->  {"0-1", "node01", ..., true}
@@ -58,6 +57,10 @@ struct FollowOptions {
   // say where the ranks are, ask them (kWhereSignalName), save hang-<time>.txt in
   // hang_report_dir and cancel the job (exit kHang). 0: off.
   int hang_seconds = 0;
+  // The start's own bound (job.start_seconds): before any rank's first progress the job is
+  // starting, and hang_seconds does not apply; when no rank started within this long, the job is
+  // ended as above. 0: no bound on the start.
+  int start_seconds = 0;
   int world_size = 0;                           // the ranks whose progress files are read
   std::string progress_dir;                     // <run dir>/progress on the backend's host
   std::string hang_report_dir;                  // this machine's run directory ("": not saved)

@@ -78,6 +78,7 @@ void HangWatch::reset(Clock::time_point now) {
   started_ = now;
   last_change_.reset();
   last_log_.reset();
+  first_progress_.reset();  // a restart starts again: imports, rendezvous, checkpoint load
 }
 
 void HangWatch::saw_progress(int rank, const std::string& text, Clock::time_point now) {
@@ -88,6 +89,7 @@ void HangWatch::saw_progress(int rank, const std::string& text, Clock::time_poin
   seen.progress = parse_rank_progress(text);
   seen.changed = now;
   last_change_ = now;
+  if (!first_progress_) first_progress_ = now;
 }
 
 void HangWatch::saw_heartbeat(int rank, const std::string& text, Clock::time_point now) {
@@ -96,11 +98,30 @@ void HangWatch::saw_heartbeat(int rank, const std::string& text, Clock::time_poi
   if (!added && it->second == text) return;
   it->second = text;
   last_log_ = now;
+  if (!first_progress_) first_progress_ = now;
 }
 
 void HangWatch::saw_log_line(int rank, const std::string& line, Clock::time_point now) {
   last_log_ = now;
-  if (rank >= 0) last_line_[rank] = {line, now};
+  if (rank < 0) return;  // the batch script's own lines, srun's: not a rank's progress
+  last_line_[rank] = {line, now};
+  if (!first_progress_) first_progress_ = now;
+}
+
+std::optional<double> HangWatch::running_seconds(Clock::time_point now) const {
+  if (!started_) return std::nullopt;
+  return seconds_between(*started_, now);
+}
+
+HangWatch::Bound HangWatch::ran_out(Clock::time_point now, int hang_seconds,
+                                    int start_seconds) const {
+  if (!started_ || hang_seconds <= 0) return Bound::none;
+  if (!started()) {
+    const double running = running_seconds(now).value_or(0);
+    return start_seconds > 0 && running >= start_seconds ? Bound::start : Bound::none;
+  }
+  const auto quiet = quiet_seconds(now);
+  return quiet && *quiet >= hang_seconds ? Bound::progress : Bound::none;
 }
 
 std::optional<double> HangWatch::quiet_seconds(Clock::time_point now) const {
@@ -111,18 +132,25 @@ std::optional<double> HangWatch::quiet_seconds(Clock::time_point now) const {
   return seconds_between(*last, now);
 }
 
-std::vector<std::string> HangWatch::summary(int world_size, int hang_seconds,
-                                            Clock::time_point now, int nodes) const {
+std::vector<std::string> HangWatch::summary(int world_size, int hang_seconds, Clock::time_point now,
+                                            int nodes, int start_seconds) const {
   const double quiet = quiet_seconds(now).value_or(0);
   std::vector<std::string> lines;
-  lines.push_back(fmt::format("hang: no rank reported {} for {:.0f} s (job.hang_seconds = {})",
-                              has_progress_files() ? "progress"
-                              : heartbeat_.empty() ? "output"
-                                                   : "output or heartbeat",
-                              quiet, hang_seconds));
-  auto more = has_progress_files() ? summary_from_progress(world_size, now)
-                                   : summary_from_log(nodes > 0 ? nodes : world_size,
-                                                      nodes > 0, now);
+  if (!started() && start_seconds > 0) {
+    lines.push_back(fmt::format(
+        "hang: no rank has started after {:.0f} s (job.start_seconds = {}): no rank wrote a line "
+        "of its own, a progress file or a heartbeat since the job began running",
+        running_seconds(now).value_or(0), start_seconds));
+  } else {
+    lines.push_back(fmt::format("hang: no rank reported {} for {:.0f} s (job.hang_seconds = {})",
+                                has_progress_files() ? "progress"
+                                : heartbeat_.empty() ? "output"
+                                                     : "output or heartbeat",
+                                quiet, hang_seconds));
+  }
+  auto more = has_progress_files()
+                  ? summary_from_progress(world_size, now)
+                  : summary_from_log(nodes > 0 ? nodes : world_size, nodes > 0, now);
   lines.insert(lines.end(), more.begin(), more.end());
   return lines;
 }
@@ -202,10 +230,9 @@ std::vector<std::string> HangWatch::summary_from_log(int labels, bool nodes,
                                 seconds_between(it->second.second, now), text));
   }
   if (shown > 16) lines.push_back(fmt::format("({} more {}s: see the log)", shown - 16, one));
-  if (!quiet.empty() && quiet.size() < size_t(std::max(labels, 1)))
-    lines.push_back(
-        fmt::format("{}{} {}: no line in the log", one, quiet.size() > 1 ? "s" : "",
-                    rank_ranges(quiet)));
+  if (!quiet.empty())
+    lines.push_back(fmt::format("{}{} {}: no line in the log", one, quiet.size() > 1 ? "s" : "",
+                                rank_ranges(quiet)));
   return lines;
 }
 

@@ -5,6 +5,9 @@
 //  - the job's log, labelled per rank by srun (--label), for programs that write no such files.
 // When nothing changed for hang_seconds, follow asks the ranks where they are (kWhereSignal), saves
 // the summary and their answers in <run dir>/hang-<time>.txt and ends the job (exit kHang).
+// Before any rank's first progress (a line of its own in the log, a progress or heartbeat file),
+// the job is starting, not hung: `import torch` from a shared file system and a large rendezvous
+// take minutes. The start has its own bound (job.start_seconds), from the moment the job runs.
 #pragma once
 
 #include <chrono>
@@ -60,14 +63,25 @@ class HangWatch {
   // log); nullopt before the job runs.
   std::optional<double> quiet_seconds(Clock::time_point now) const;
   bool has_progress_files() const { return !progress_.empty(); }
+  // Whether a rank showed its first progress since the job (re)started: a labelled log line, a
+  // progress file, a heartbeat. The batch script's own lines (no srun label) do not count.
+  bool started() const { return first_progress_.has_value(); }
+  // Seconds since the job (re)started running; nullopt before.
+  std::optional<double> running_seconds(Clock::time_point now) const;
+  // Which bound ran out now, if any: the start's (no rank started within start_seconds; 0: no
+  // bound on the start) or the hang's (no progress for hang_seconds since a rank started).
+  enum class Bound { none, start, progress };
+  Bound ran_out(Clock::time_point now, int hang_seconds, int start_seconds) const;
 
   // The summary, a few lines, the first of which says what happened:
   //   hang: no rank reported progress for 61 s (job.hang_seconds = 60)
   //   rank 1 is behind: step 3, phase stopped ..., not in a collective (last: all_reduce #11)
   //   ranks 0, 2-3 wait inside all_reduce #12 at step 3 (for 61 s)
+  // or, when no rank started (`start_seconds` > 0 and it ran out):
+  //   hang: no rank has started after 903 s (job.start_seconds = 900): ...
   // `nodes` > 0: srun's labels are nodes (launch torchrun), so the log's lines are told per node.
   std::vector<std::string> summary(int world_size, int hang_seconds, Clock::time_point now,
-                                   int nodes = 0) const;
+                                   int nodes = 0, int start_seconds = 0) const;
 
  private:
   struct Seen {
@@ -77,8 +91,8 @@ class HangWatch {
   };
   std::map<int, Seen> progress_;
   std::map<int, std::pair<std::string, Clock::time_point>> last_line_;  // per labelled rank
-  std::map<int, std::string> heartbeat_;                                 // per rank
-  std::optional<Clock::time_point> started_, last_change_, last_log_;
+  std::map<int, std::string> heartbeat_;                                // per rank
+  std::optional<Clock::time_point> started_, last_change_, last_log_, first_progress_;
 
   std::vector<std::string> summary_from_progress(int world_size, Clock::time_point now) const;
   std::vector<std::string> summary_from_log(int labels, bool nodes, Clock::time_point now) const;

@@ -122,6 +122,44 @@ TEST_CASE("hang: a program's heartbeat files count as progress when they change"
   CHECK(lines[0] == "hang: no rank reported output or heartbeat for 8 s (job.hang_seconds = 8)");
 }
 
+TEST_CASE("hang: before any rank's first progress the start's bound applies, not the hang's",
+          "[hang]") {
+  using Bound = hpc::HangWatch::Bound;
+  hpc::HangWatch w;
+  const auto t0 = hpc::HangWatch::Clock::now();
+  w.reset(t0);
+  // The batch script's own line (no srun label) is not a rank's progress.
+  w.saw_log_line(-1, "hpclaunch: job 7 starts on node01", t0 + 1s);
+  w.saw_heartbeat(0, "", t0 + 2s);  // no heartbeat file yet
+  CHECK_FALSE(w.started());
+  CHECK(w.ran_out(t0 + 30s, 10, 60) == Bound::none);  // 30 s of imports: no hang
+  CHECK(w.ran_out(t0 + 61s, 10, 60) == Bound::start);
+  CHECK(w.ran_out(t0 + 100000s, 10, 0) == Bound::none);  // 0: no bound on the start
+  auto lines = w.summary(2, 10, t0 + 61s, 0, 60);
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0].rfind("hang: no rank has started after 61 s (job.start_seconds = 60): ", 0) == 0);
+  CHECK(lines[2] == "ranks 0-1: no line in the log");
+  // Rank 1's first line: from here on the hang's bound counts, from the last progress.
+  w.saw_log_line(1, "1: dataset ready", t0 + 70s);
+  CHECK(w.started());
+  CHECK(w.ran_out(t0 + 75s, 10, 60) == Bound::none);
+  CHECK(w.ran_out(t0 + 80s, 10, 60) == Bound::progress);
+  CHECK(w.summary(2, 10, t0 + 80s, 0, 60)[0] ==
+        "hang: no rank reported output for 10 s (job.hang_seconds = 10)");
+  // A restart (requeue) starts again.
+  w.reset(t0 + 200s);
+  CHECK_FALSE(w.started());
+  CHECK(w.ran_out(t0 + 230s, 10, 60) == Bound::none);
+  // A heartbeat or a progress file is a first progress too.
+  w.saw_heartbeat(0, "step 0", t0 + 231s);
+  CHECK(w.started());
+  hpc::HangWatch p;
+  p.reset(t0);
+  p.saw_progress(0, progress_line(0, "node01", -1, "init", 0, false), t0 + 5s);
+  CHECK(p.started());
+  CHECK(p.ran_out(t0 + 16s, 10, 900) == Bound::progress);
+}
+
 TEST_CASE("hang: the rank that stopped is named first, the waiting ones after", "[hang]") {
   hpc::HangWatch w;
   const auto t0 = hpc::HangWatch::Clock::now();
@@ -195,6 +233,48 @@ TEST_CASE("follow: a job without progress is asked, reported and ended", "[follo
   CHECK(report.find("answers to SIGURG:\nhpctrain: rank 0 on node01: waiting\n"
                     "hpctrain: rank 1 on node02: stopped\n") != std::string::npos);
   fs::remove_all(dir);
+}
+
+TEST_CASE("follow: a start longer than hang_seconds is not a hang", "[follow][hang]") {
+  // Running, and silent for 250 polls (at least 2.5 s, more than hang_seconds = 1): the ranks
+  // import torch and meet at the rendezvous. Then their first lines, then the end.
+  std::vector<hpc::test::ScriptedStep> steps(250, {"RUNNING", 0, ""});
+  steps.push_back({"RUNNING", 0, "0: step 1\n1: step 1\n"});
+  steps.push_back({"COMPLETED", 0, "", 0});
+  hpc::test::ScriptedBackend b;
+  b.add_job("5", {steps, {}});
+  hpc::FollowOptions o;
+  o.log_interval = 10ms;
+  o.state_interval = 10ms;
+  o.hang_seconds = 1;
+  o.start_seconds = 0;  // no bound on the start
+  o.world_size = 2;
+  o.heartbeats = true;
+  std::ostringstream out, err;
+  CHECK(hpc::follow_job(b, "5", o, out, err) == 0);
+  CHECK(b.signalled.empty());
+  CHECK(b.cancelled.empty());
+  CHECK(err.str().find("hang:") == std::string::npos);
+}
+
+TEST_CASE("follow: a job in which no rank starts is ended by the start's bound", "[follow][hang]") {
+  hpc::test::ScriptedBackend b;
+  b.add_job("6", {{{"RUNNING", 0, "hpclaunch: the batch script's own line\n"}}, {}});
+  hpc::FollowOptions o;
+  o.log_interval = 10ms;
+  o.state_interval = 10ms;
+  o.hang_seconds = 10;  // never reached: no rank started
+  o.start_seconds = 1;
+  o.world_size = 2;
+  o.heartbeats = true;
+  o.where_wait = 100ms;
+  std::ostringstream out, err;
+  CHECK(hpc::follow_job(b, "6", o, out, err) == hpc::follow_exit::kHang);
+  CHECK(b.cancelled.count("6") == 1);
+  const std::string said = err.str();
+  CHECK(said.find("hang: no rank has started after 1 s (job.start_seconds = 1)") !=
+        std::string::npos);
+  CHECK(said.find("ending job 6 (job.start_seconds = 1)") != std::string::npos);
 }
 
 TEST_CASE("follow: hang detection off (0) never signals", "[follow][hang]") {

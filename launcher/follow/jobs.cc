@@ -82,6 +82,7 @@ namespace {
 void set_hang_watch(const RunRecord& record, FollowOptions& f) {
   if (record.hang_seconds <= 0 || record.run_dir.empty()) return;
   f.hang_seconds = record.hang_seconds;
+  f.start_seconds = record.start_seconds;
   f.world_size = record.world_size;
   f.labels_are_nodes = record.launch == "torchrun";
   f.heartbeats = record.launch != "hpctrain";
@@ -237,6 +238,7 @@ RunRecord submit_job(Backend& backend, const Spec& spec, const std::string& scri
   // The batch script requeues itself only when it traps the time-limit signal.
   record.max_requeues = spec.job.signal_seconds > 0 ? spec.job.max_requeues : 0;
   record.hang_seconds = spec.job.array.empty() ? spec.job.hang_seconds : 0;  // arrays: not yet
+  record.start_seconds = spec.job.start_seconds;
   record.generator_command = shell_join(command);
   record.array = spec.job.array;
   if (synced) {

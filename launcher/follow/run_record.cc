@@ -1,5 +1,7 @@
 #include "follow/run_record.h"
 
+#include "spec/spec.h"
+
 #include <algorithm>
 #include <cctype>
 #include <ctime>
@@ -39,7 +41,10 @@ json RunRecord::to_json() const {
          {"max_requeues", max_requeues},
          {"generator_command", generator_command}};
   if (!array.empty()) j["array"] = array;
-  if (hang_seconds > 0) j["hang_seconds"] = hang_seconds;
+  if (hang_seconds > 0) {
+    j["hang_seconds"] = hang_seconds;
+    j["start_seconds"] = start_seconds;
+  }
   if (program_recorded) j["program"] = program.to_json();
   if (!rerun_of.empty()) j["rerun_of"] = rerun_of;
   if (!code_tree.empty()) {
@@ -81,6 +86,10 @@ RunRecord RunRecord::from_json(const json& j) {
   r.hang_seconds = j.contains("hang_seconds") && j["hang_seconds"].is_number_integer()
                        ? j["hang_seconds"].get<int>()
                        : 0;
+  // Records older than the field: the default bound (the spec's when it was absent).
+  r.start_seconds = j.contains("start_seconds") && j["start_seconds"].is_number_integer()
+                        ? std::clamp(j["start_seconds"].get<int>(), 0, 7 * 86400)
+                        : kDefaultStartSeconds;
   r.generator_command = s("generator_command");
   r.array = s("array");
   r.program_recorded = j.contains("program") && j["program"].is_object();

@@ -37,6 +37,7 @@ struct RunRecord {
   long max_steps = 0;     // from the trainer's --max-steps, 0 if unknown
   int max_requeues = -1;  // job.max_requeues (0 without job.signal_seconds), -1 if unknown
   int hang_seconds = 0;   // job.hang_seconds: follow ends a job without progress; 0 off
+  int start_seconds = 0;  // job.start_seconds (written with hang_seconds); 0: no start bound
   std::string generator_command;
   std::string code_tree;     // --sync: the uploaded tree's hash
   std::string code_dir;      // --sync: where the job ran (on the login node)

@@ -224,6 +224,7 @@ const SchemaNode& spec_schema() {
                       {"max_requeues", kInteger},
                       {"srun_wait", kInteger},
                       {"hang_seconds", kInteger},
+                      {"start_seconds", kInteger},
                       {"env_from_submit", kStringList},
                       {"after", kStringList},
                       {"array", kString},

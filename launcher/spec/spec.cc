@@ -8,8 +8,8 @@
 #include "error.h"
 #include "input_file.h"
 #include "json_file.h"
-#include "shell.h"
 #include "sha256.h"
+#include "shell.h"
 #include "spec/binding.h"
 #include "spec/launch.h"
 #include "spec/sbatch_long_options.h"
@@ -231,9 +231,9 @@ void read_shape(const SpecReader& r, const std::string& preset, Shape& s) {
   const std::string& mem = s.mem_per_gpu;
   const size_t digits = mem.find_first_not_of("0123456789");
   const bool slurm_size =
-      digits != 0 && (digits == std::string::npos ||
-                      (digits + 1 == mem.size() && std::string("KMGT").find(mem[digits]) !=
-                                                       std::string::npos));
+      digits != 0 &&
+      (digits == std::string::npos ||
+       (digits + 1 == mem.size() && std::string("KMGT").find(mem[digits]) != std::string::npos));
   if (!mem.empty() && !slurm_size) {
     throw UserError(r.where("shape.mem_per_gpu"), "\"" + s.mem_per_gpu + "\" is not a Slurm size",
                     "write a number with an optional K, M, G or T suffix, e.g. \"64G\"");
@@ -449,6 +449,15 @@ void read_job(const SpecReader& r, Spec& spec) {
                           " s is too short: ranks report progress "
                           "every 2 s and a step may take longer",
                       "use at least " + std::to_string(kMinHangSeconds) + " (0: off)");
+  }
+  if (r.find("job.start_seconds")) {  // absent: kDefaultStartSeconds, and the same hash
+    const std::string fix =
+        "give the seconds before any rank's first line or progress, e.g. 900, "
+        "at least 10 (0: no bound on the start)";
+    j.start_seconds = r.integer("job.start_seconds", 0, 7 * 86400, fix);
+    if (j.start_seconds > 0 && j.start_seconds < kMinHangSeconds)
+      throw UserError(r.where("job.start_seconds"),
+                      std::to_string(j.start_seconds) + " s is too short a start", fix);
   }
   read_env_from_submit(r, spec.profile, j);
   read_job_features(r, j);

@@ -81,6 +81,9 @@ struct ClusterProfile {
 };
 
 inline constexpr int kMinHangSeconds = 10;  // job.hang_seconds below this is refused
+// job.start_seconds when absent: the start (imports from a shared file system, the rendezvous of
+// every node) may take minutes on a cluster; hang_seconds counts only from a rank's first progress.
+inline constexpr int kDefaultStartSeconds = 900;
 
 struct JobOptions {
   std::string name, output, error, chdir;
@@ -91,6 +94,9 @@ struct JobOptions {
   // Hang detection: `hpclaunch run`/`logs -f` end the job when no rank made progress for this
   // long (follow/hang.h; docs/troubleshooting.md). 0 (the default): off.
   int hang_seconds = 0;
+  // With hang detection on: how long the job may run before any rank's first progress (a line,
+  // a progress file, a heartbeat) before it counts as hung. 0: no bound on the start.
+  int start_seconds = kDefaultStartSeconds;
   // Variables passed by name from the submitting shell (sbatch --export=...,NAME): the values
   // are never written into the script, the spec or the run directory.
   std::vector<std::string> env_from_submit;
@@ -183,7 +189,6 @@ struct SpecRequest {
 SpecRequest make_spec_request(const std::string& preset, const std::string& cluster,
                               const std::string& strategy, std::vector<std::string> sets,
                               const std::string& project, bool no_project);
-
 
 // The job name when job.name is not set: the program's name ("train" for `python train.py`,
 // "pkg.train" for `python -m pkg.train`, "hpctrain" for hpctrain), reduced to letters, digits,

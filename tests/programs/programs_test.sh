@@ -92,8 +92,8 @@ launch_run() {  # MODE PROGRAM [ARGS...]
 # job_field, wait_state, submitted_id, wait_submitted
 # shellcheck source-path=SCRIPTDIR source=../slurm/job_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../slurm/job_lib.sh"
-wait_line() {  # FILE REGEX SECONDS: waits until FILE has a line matching REGEX
-  local until=$((SECONDS + $3))
+wait_line() {  # FILE REGEX SECONDS: waits until FILE has a line matching REGEX (bound: job_lib.sh)
+  local until=$((SECONDS + $(bound "$3")))
   while ((SECONDS < until)); do
     grep -Eq -- "$2" "$1" 2>/dev/null && return 0
     sleep 0.2
@@ -281,7 +281,7 @@ PY
       "the roll-call did not name rank 2 in its data loader on $node"
     latency=$(awk -v a="$named_at" -v b="$hung_at" 'BEGIN { printf "%.1f", a - b }')
     echo "$case_name: rank 2 hung at $hung_at; the roll-call named it $latency s later (job.hang_seconds = $hang)"
-    awk -v l="$latency" -v h="$hang" 'BEGIN { exit !(l <= h + 30) }' ||
+    awk -v l="$latency" -v h="$hang" -v m="$(bound 30)" 'BEGIN { exit !(l <= h + m) }' ||
       fail "the roll-call came $latency s after the hang, more than job.hang_seconds + 30"
     ls runs/*/hang-*.txt >/dev/null || fail "no hang report in the run directory"
     grep -q "roll-call: " runs/*/hang-*.txt || fail "the hang report lacks the roll-call"

@@ -19,9 +19,15 @@
 #   python    the same with a Python program that does what docs/troubleshooting.md tells users:
 #             faulthandler.register(signal.SIGURG, all_threads=True); its stack, naming the
 #             function it sleeps in, is the answer.
+#   slow_start    the local backend, launch srun: a program whose start (imports, rendezvous)
+#                 takes 25 s, more than job.hang_seconds=10, before its first line; then 5 lines
+#                 half a second apart, and exit 0. It is not ended: hang_seconds counts from a
+#                 rank's first progress, the start has job.start_seconds (default 900).
+#   never_starts  the same program never writes a line: with job.start_seconds=15 it is ended by
+#                 the start's bound (exit 79), the hang line and the last line saying so.
 set -euo pipefail
 case_name=$1 hpclaunch=$2 hpctrain=$3
-[[ $case_name == local ]] ||
+[[ $case_name == local || $case_name == slow_start || $case_name == never_starts ]] ||
   : "${SLURM_CONF:?run me through ctest (the slurm_cluster fixture sets SLURM_CONF)}"
 # job_field, wait_state, submitted_id, begin_job_test, fail_showing
 # shellcheck source-path=SCRIPTDIR source=job_lib.sh
@@ -29,7 +35,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
 begin_job_test hang
 # The local backend's job: no Slurm to ask, hpclaunch cancels it.
 cleanup_extra() {
-  if [[ $case_name == local && -n ${job:-} ]]; then
+  if [[ $case_name == local || $case_name == slow_start || $case_name == never_starts ]] &&
+    [[ -n ${job:-} ]]; then
     (cd "$work" && "$hpclaunch" cancel "$job" >/dev/null 2>&1) || true
   fi
 }
@@ -43,7 +50,7 @@ if [[ $case_name == ssh ]]; then
   common+=(--host testlogin --ssh-config "$cluster_dir/ssh/config" --remote-runs-dir "$work/remote-runs"
     --set 'profile.env.HPCTRAIN_TEST_HANG={"value": "1:3", "reason": "test"}')  # this shell's environment does not travel over SSH
 fi
-if [[ $case_name == local ]]; then
+if [[ $case_name == local || $case_name == slow_start || $case_name == never_starts ]]; then
   common=(run --no-project --local --preset 1n2g --set shape.cpus_per_gpu=1
     --set "job.name=$name" --set job.hang_seconds=10 --set shape.time=00:10:00)
   node0=$(hostname) node1=$(hostname)
@@ -83,14 +90,34 @@ PROGRAM
     "$hpclaunch" "${common[@]}" --launch srun -- python3 "$work/program.py" \
       2>"$work/run.err" >"$work/run.out" || rc=$?
     ;;
-  *) echo "usage: $0 hpctrain|ssh|local|program|python HPCLAUNCH HPCTRAIN" >&2; exit 2 ;;
+  slow_start | never_starts)
+    # The start: 25 s without a line, the time `import torch` and the rendezvous may take on a
+    # cluster (a sleep, since the slow start is the point); never_starts never gets past it.
+    start=25 after=()
+    [[ $case_name != never_starts ]] || { start=100000 after=(--set job.start_seconds=15); }
+    cat >"$work/program.sh" <<'PROGRAM'
+sleep "$1"
+for i in $(seq 5); do echo "rank $SLURM_PROCID: step $i"; sleep 0.5; done
+PROGRAM
+    "$hpclaunch" "${common[@]}" "${after[@]}" --launch srun -- bash "$work/program.sh" "$start" \
+      2>"$work/run.err" >"$work/run.out" || rc=$?
+    if [[ $case_name == slow_start ]]; then
+      took=$((SECONDS - started))
+      [[ $rc == 0 ]] || fail "hpclaunch run exited $rc after $took s: a slow start was taken for a hang"
+      ! grep -q "hang:" "$work/run.err" || fail "hpclaunch spoke of a hang in a job that only started slowly"
+      grep -q "^1: rank 1: step 5$" "$work/run.out" || fail "rank 1's last line is not in the log"
+      echo "slow_start: a 25 s start with job.hang_seconds=10 ran to its end (exit 0) in $took s"
+      exit 0
+    fi
+    ;;
+  *) echo "usage: $0 hpctrain|ssh|local|program|python|slow_start|never_starts HPCLAUNCH HPCTRAIN" >&2; exit 2 ;;
 esac
 took=$((SECONDS - started))
 job=$(submitted_id "$work/run.err")
 [[ -n $job ]] || fail "no job submitted"
 [[ $rc == 79 ]] || fail "hpclaunch run exited $rc, not 79 (a hang)"
 ((took < 120)) || fail "the hang ended the job only after $took s"
-if [[ $case_name == local ]]; then
+if [[ $case_name == local || $case_name == never_starts ]]; then
   for _ in $(seq 100); do
     "$hpclaunch" status "$job" 2>&1 | grep -q CANCELLED && break
     sleep 0.2
@@ -101,9 +128,15 @@ else
 fi
 err=$(cat "$work/run.err")
 has() { grep -qF -- "$1" <<<"$err" || fail "hpclaunch did not say: $1"; }
-has "hang: no rank reported"
 has "asking every rank where it is (SIGURG to the tasks of job $job)"
-has "ending job $job (job.hang_seconds = 10); hang report: "
+if [[ $case_name == never_starts ]]; then
+  has "hang: no rank has started after 1"
+  has "(job.start_seconds = 15): no rank wrote a line of its own"
+  has "ending job $job (job.start_seconds = 15); hang report: "
+else
+  has "hang: no rank reported"
+  has "ending job $job (job.hang_seconds = 10); hang report: "
+fi
 run_dir="$work/runs/$name-$job"
 reports=("$run_dir"/hang-*.txt)
 [[ -f ${reports[0]} ]] || fail "no hang-*.txt in $run_dir"
@@ -136,6 +169,10 @@ case "$case_name" in
     has "1: rank 1: loading the data"
     has "1: rank 1: asked where I am: sleeping in program.sh"
     in_report "0: rank 0: asked where I am: sleeping in program.sh"
+    ;;
+  never_starts)
+    has "ranks 0-1: no line in the log"
+    in_report "(job.start_seconds = 15)"
     ;;
   python)
     has "this program writes no progress files"

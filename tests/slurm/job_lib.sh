@@ -3,11 +3,17 @@
 # tests/programs/programs_test.sh): reading a job's fields and waiting for its states. Sourced;
 # needs scontrol on PATH and SLURM_CONF set (the CTest fixture slurm_cluster).
 
+# A bound against a hang, in seconds, times HPC_TEST_SLOWDOWN (a number >= 1; unset: 1) for a
+# machine slower than the slowest one the bounds were chosen for (docs/hacking.md#time-bounds).
+bound() {  # SECONDS -> SECONDS x HPC_TEST_SLOWDOWN, a whole number
+  awk -v s="$1" -v f="${HPC_TEST_SLOWDOWN:-1}" 'BEGIN { if (!(f >= 1)) f = 1; if (f > 100) f = 100; printf "%d", s * f + 0.5 }'
+}
+
 job_field() {  # JOB KEY: a field of `scontrol show job -o`
   scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"
 }
 wait_state() {  # JOB SECONDS STATE...: waits until JobState is one of them; prints it
-  local job=$1 until=$((SECONDS + $2)) s want
+  local job=$1 until=$((SECONDS + $(bound "$2"))) s want
   shift 2
   while ((SECONDS < until)); do
     s=$(job_field "$job" JobState)
