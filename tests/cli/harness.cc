@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "subprocess.h"
+#include "support/time_bounds.h"
 
 #ifndef HPCLAUNCH_BIN
 #error "HPCLAUNCH_BIN must name the built hpclaunch binary"
@@ -22,7 +23,11 @@ std::string Run::describe() const {
   std::ostringstream s;
   s << "exit status " << status;
   if (signal) s << ", signal " << signal;
-  if (timed_out) s << ", timed out";
+  if (timed_out)
+    s << ", timed out: killed at the test's bound of " << bound_seconds << " s (" << seconds
+      << " s taken; a slower machine: raise HPC_TEST_SLOWDOWN, docs/hacking.md#time-bounds)";
+  else
+    s << ", " << seconds << " s";
   s << "\n--- stdout ---\n" << out << "\n--- stderr ---\n" << err;
   return s.str();
 }
@@ -34,9 +39,12 @@ Run spawn(const std::vector<std::string>& argv, const fs::path& cwd,
   options.env = env;
   options.env_only = true;
   options.cwd = cwd.string();
-  options.timeout = timeout;
+  options.timeout = hpc::test::scaled(timeout);
+  const auto began = std::chrono::steady_clock::now();
   hpc::CommandResult r = hpc::run_command(argv, options);
   Run run;
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  run.bound_seconds = std::chrono::duration<double>(options.timeout).count();
   run.status = r.exit_code;
   run.signal = r.term_signal;
   run.timed_out = r.timed_out;
